@@ -1,0 +1,1 @@
+"""tirlab's GRPO trainer for tool-integrated reasoning; knows nothing of Django."""
