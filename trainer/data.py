@@ -1,0 +1,541 @@
+"""Detection, validation, preview and reading of dataset files.
+
+The dashboard validates uploads with this module and the trainer reads them
+with it, so a file accepted at upload is exactly a file the trainer can train
+on. Every failure is a DatasetError whose message points at the line (JSONL),
+row (parquet) or column at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from enum import Enum
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+
+_PARQUET_MAGIC = b"PAR1"
+_VERL_COLUMNS = ("prompt", "reward_model", "data_source")
+# GSM8K final answers are plain decimals once thousands separators are gone.
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_BINARY = "binary file, expected JSONL or parquet"
+_ACCEPTED = (
+    "expected JSONL with 'question' and 'answer' (jsonl_qa, gsm8k), "
+    "JSONL with 'tools' (function_calling) or a verl parquet file (verl_parquet)"
+)
+
+
+class DatasetFormat(str, Enum):
+    JSONL_QA = "jsonl_qa"
+    GSM8K = "gsm8k"
+    VERL_PARQUET = "verl_parquet"
+    FUNCTION_CALLING = "function_calling"
+
+
+class DatasetError(ValueError):
+    """A file that is not a valid dataset; message names the line (1-based) or column.
+
+    Parquet rows are named by their 0-based index (``row``), the same number
+    their Example ids default to.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+        row: int | None = None,
+        filename: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.field = field
+        self.row = row
+        self.filename = filename
+
+    def __str__(self) -> str:
+        prefix = f"{self.filename}: " if self.filename else ""
+        if self.line is not None:
+            prefix += f"line {self.line}: "
+        elif self.row is not None:
+            prefix += f"row {self.row}: "
+        return prefix + self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default pickling replays only args, which would drop the position
+        # when the error crosses a process boundary (e.g. a Celery task result).
+        rebuild = partial(
+            type(self),
+            self.message,
+            line=self.line,
+            field=self.field,
+            row=self.row,
+            filename=self.filename,
+        )
+        return rebuild, ()
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    prompt: list[dict[str, str]]
+    ground_truth: Any
+    data_source: str
+    tools: list[dict] | None = None
+    extra_info: dict | None = None
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    format: DatasetFormat
+    row_count: int
+    size_bytes: int
+    checksum: str
+    columns: list[str]
+    preview: list[dict]
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a record sits in its file, so each validation error can say so."""
+
+    line: int | None = None
+    row: int | None = None
+
+    @property
+    def noun(self) -> str:
+        return "column" if self.row is not None else "field"
+
+    @property
+    def default_id(self) -> str:
+        return str(self.line if self.line is not None else self.row)
+
+    def error(self, message: str, field: str | None = None) -> DatasetError:
+        return DatasetError(message, line=self.line, row=self.row, field=field)
+
+
+def detect_format(path: Path) -> DatasetFormat:
+    if _is_parquet(path):
+        return DatasetFormat.VERL_PARQUET
+    with closing(_jsonl_records(path)) as records:
+        where, record = next(records)
+    if "tools" in record:
+        return DatasetFormat.FUNCTION_CALLING
+    if "question" in record and "answer" in record:
+        answer = record["answer"]
+        if isinstance(answer, str) and "####" in answer:
+            return DatasetFormat.GSM8K
+        return DatasetFormat.JSONL_QA
+    missing = [name for name in ("question", "answer") if name not in record]
+    fields = " and ".join(f"'{name}'" for name in missing)
+    verb = "is" if len(missing) == 1 else "are"
+    plural = "" if len(missing) == 1 else "s"
+    raise where.error(f"field{plural} {fields} {verb} missing; {_ACCEPTED}", missing[0])
+
+
+def inspect_dataset(
+    path: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    preview_rows: int = 5,
+    filename: str | None = None,
+) -> DatasetInfo:
+    try:
+        size = path.stat().st_size
+        # Checked before any read so an oversized upload costs nothing to reject.
+        if size > max_bytes:
+            raise DatasetError(
+                f"file is {_size(size)}, over the limit of {_size(max_bytes)}"
+            )
+        format = detect_format(path)
+        columns: dict[str, None] = {}
+        preview: list[dict] = []
+        row_count = 0
+        for record, example in _rows(path, format):
+            columns.update(dict.fromkeys(record))
+            if row_count < preview_rows:
+                preview.append(_preview(example))
+            row_count += 1
+    except DatasetError as err:
+        if filename is None:
+            raise
+        raise DatasetError(
+            err.message, line=err.line, field=err.field, row=err.row, filename=filename
+        ) from None
+    return DatasetInfo(format, row_count, size, _sha256(path), list(columns), preview)
+
+
+def iter_examples(path: Path, format: DatasetFormat | None = None) -> Iterator[Example]:
+    for _, example in _rows(path, format or detect_format(path)):
+        yield example
+
+
+def load_examples(path: Path, format: DatasetFormat | None = None) -> list[Example]:
+    return list(iter_examples(path, format))
+
+
+def _rows(
+    path: Path, format: DatasetFormat
+) -> Iterator[tuple[dict[str, Any], Example]]:
+    """Yield each raw record with its validated Example."""
+    is_parquet = _is_parquet(path)
+    if format is DatasetFormat.VERL_PARQUET:
+        if not is_parquet:
+            raise DatasetError(
+                "expected a verl parquet file, but the file is not parquet"
+            )
+        for where, record in _parquet_records(path):
+            yield record, _verl_example(record, where)
+        return
+    if is_parquet:
+        raise DatasetError(f"expected {format.value} JSONL, but the file is parquet")
+    for where, record in _jsonl_records(path):
+        if format is DatasetFormat.FUNCTION_CALLING:
+            yield record, _function_calling_example(record, where)
+        else:
+            yield record, _qa_example(record, where, format)
+
+
+def _is_parquet(path: Path) -> bool:
+    with path.open("rb") as file:
+        return file.read(len(_PARQUET_MAGIC)) == _PARQUET_MAGIC
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[_Where, dict[str, Any]]]:
+    seen = False
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            where = _Where(line=number)
+            # NUL is valid UTF-8 but never appears in JSON text outside an escape.
+            if b"\0" in raw:
+                raise where.error(_BINARY)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise where.error(_BINARY) from None
+            if number == 1:
+                text = text.removeprefix("\ufeff")  # editors on Windows add a BOM
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise where.error(
+                    f"invalid JSON ({exc.msg} at column {exc.colno})"
+                ) from None
+            if not isinstance(record, dict):
+                raise where.error(f"expected a JSON object, got {_type_name(record)}")
+            seen = True
+            yield where, record
+    if not seen:
+        raise DatasetError("the file is empty")
+
+
+def _parquet_records(path: Path) -> Iterator[tuple[_Where, dict[str, Any]]]:
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"cannot read parquet file ({_one_line(exc)})") from None
+    names = parquet.schema_arrow.names
+    for column in _VERL_COLUMNS:
+        if column not in names:
+            raise DatasetError(
+                f"column '{column}' is missing; a verl parquet file needs columns "
+                "'prompt', 'reward_model' and 'data_source'",
+                field=column,
+            )
+    if parquet.metadata.num_rows == 0:
+        raise DatasetError("the file is empty")
+    row = 0
+    batches = parquet.iter_batches()
+    while True:
+        # Corrupt pages only surface while decoding, so reading is guarded too.
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:
+            raise DatasetError(f"cannot read parquet file ({_one_line(exc)})") from None
+        if batch is None:
+            return
+        for record in batch.to_pylist():
+            yield _Where(row=row), record
+            row += 1
+
+
+def _qa_example(
+    record: dict[str, Any], where: _Where, format: DatasetFormat
+) -> Example:
+    question = _text(record, "question", where)
+    answer = _required(record, "answer", where)
+    if format is DatasetFormat.GSM8K:
+        if not isinstance(answer, str):
+            raise _type_error("answer", "a string", answer, where)
+        ground_truth = _gsm8k_ground_truth(answer, where)
+    else:
+        ground_truth = _qa_ground_truth(answer, where)
+    return Example(
+        id=_example_id(record, where),
+        prompt=[{"role": "user", "content": question}],
+        ground_truth=ground_truth,
+        data_source=format.value,
+        extra_info=_extra_info(record, where),
+    )
+
+
+def _gsm8k_ground_truth(answer: str, where: _Where) -> str:
+    _, marker, tail = answer.rpartition("####")
+    if not marker:
+        raise where.error("field 'answer' has no final '#### <number>'", "answer")
+    number = tail.strip().replace(",", "")
+    if not _NUMBER.fullmatch(number):
+        raise where.error(
+            f"field 'answer' must end with '#### <number>', got '#### {tail.strip()}'",
+            "answer",
+        )
+    return number
+
+
+def _qa_ground_truth(answer: Any, where: _Where) -> str:
+    if isinstance(answer, bool) or not isinstance(answer, str | int | float):
+        raise _type_error("answer", "a string or a number", answer, where)
+    if isinstance(answer, float) and answer.is_integer():
+        # JSON writers often emit 3.0 for an integer answer; the truth is "3".
+        return str(int(answer))
+    text = str(answer).strip()
+    if not text:
+        raise where.error("field 'answer' is empty", "answer")
+    return text
+
+
+def _function_calling_example(record: dict[str, Any], where: _Where) -> Example:
+    if "messages" in record:
+        prompt = _chat_messages(record["messages"], "messages", where)
+    else:
+        key = "query" if "query" in record and "question" not in record else "question"
+        if key not in record:
+            raise where.error(
+                "field 'question', 'query' or 'messages' is missing", "question"
+            )
+        prompt = [{"role": "user", "content": _text(record, key, where)}]
+
+    tools = _json_or_value(record, "tools", where)
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        raise _type_error("tools", "a list of objects", tools, where)
+    tool_names = {
+        _tool_name(tool, index, where) for index, tool in enumerate(tools, start=1)
+    }
+
+    # xLAM ships its calls as "answers"; our own files use "ground_truth".
+    key = (
+        "answers"
+        if "answers" in record and "ground_truth" not in record
+        else "ground_truth"
+    )
+    calls = _json_or_value(record, key, where)
+    if not isinstance(calls, list):
+        raise _type_error(key, "a list of calls", calls, where)
+    ground_truth = [
+        _call(call, index, key, tool_names, where)
+        for index, call in enumerate(calls, 1)
+    ]
+
+    return Example(
+        id=_example_id(record, where),
+        prompt=prompt,
+        ground_truth=ground_truth,
+        data_source=DatasetFormat.FUNCTION_CALLING.value,
+        tools=tools,
+        extra_info=_extra_info(record, where),
+    )
+
+
+def _tool_name(tool: dict[str, Any], index: int, where: _Where) -> str:
+    # OpenAI-style tools nest the schema under "function"; chat templates take both.
+    spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise where.error(f"field 'tools': tool {index} has no string 'name'", "tools")
+    return name
+
+
+def _call(
+    call: Any, index: int, key: str, tool_names: set[str], where: _Where
+) -> dict[str, Any]:
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        raise where.error(
+            f"field '{key}': call {index} must be an object with a string 'name'", key
+        )
+    name = call["name"]
+    if name not in tool_names:
+        raise where.error(
+            f"field '{key}': call {index} names tool '{name}', which is not in 'tools'",
+            key,
+        )
+    # ToolRL writes "parameters"; a call without either takes no arguments.
+    arguments = call.get("arguments", call.get("parameters", {}))
+    if isinstance(arguments, str):
+        arguments = _decode(
+            arguments, f"field '{key}': call {index} arguments", key, where
+        )
+    if not isinstance(arguments, dict):
+        got = _type_name(arguments)
+        raise where.error(
+            f"field '{key}': call {index} arguments must be an object, got {got}", key
+        )
+    return {"name": name, "arguments": arguments}
+
+
+def _verl_example(record: dict[str, Any], where: _Where) -> Example:
+    prompt = _chat_messages(record["prompt"], "prompt", where)
+    reward_model = record["reward_model"]
+    if not isinstance(reward_model, dict):
+        raise _type_error(
+            "reward_model", "a struct with 'ground_truth'", reward_model, where
+        )
+    ground_truth = reward_model.get("ground_truth")
+    if ground_truth is None:
+        raise where.error("column 'reward_model' has no 'ground_truth'", "reward_model")
+    if isinstance(ground_truth, int | float) and not isinstance(ground_truth, bool):
+        ground_truth = str(ground_truth)  # math rewards compare strings
+    return Example(
+        id=_example_id(record, where),
+        prompt=prompt,
+        ground_truth=ground_truth,
+        data_source=_text(record, "data_source", where),
+        extra_info=_extra_info(record, where),
+    )
+
+
+def _chat_messages(value: Any, name: str, where: _Where) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not value:
+        raise _type_error(
+            name, "a non-empty list of chat messages {role, content}", value, where
+        )
+    for index, message in enumerate(value, start=1):
+        if not (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str)
+        ):
+            raise where.error(
+                f"{where.noun} '{name}': message {index} must have "
+                "a string 'role' and 'content'",
+                name,
+            )
+    return value
+
+
+def _example_id(record: dict[str, Any], where: _Where) -> str:
+    value = record.get("id")
+    if value is None and isinstance(record.get("extra_info"), dict):
+        value = record["extra_info"].get("index")
+    if value is None:
+        return where.default_id
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _type_error("id", "a string or an integer", value, where)
+    return str(value)
+
+
+def _extra_info(record: dict[str, Any], where: _Where) -> dict | None:
+    value = record.get("extra_info")
+    if value is not None and not isinstance(value, dict):
+        raise _type_error("extra_info", "an object", value, where)
+    return value
+
+
+def _required(record: dict[str, Any], name: str, where: _Where) -> Any:
+    if name not in record:
+        raise where.error(f"{where.noun} '{name}' is missing", name)
+    return record[name]
+
+
+def _text(record: dict[str, Any], name: str, where: _Where) -> str:
+    value = _required(record, name, where)
+    if not isinstance(value, str):
+        raise _type_error(name, "a string", value, where)
+    if not value.strip():
+        raise where.error(f"{where.noun} '{name}' is empty", name)
+    return value
+
+
+def _json_or_value(record: dict[str, Any], name: str, where: _Where) -> Any:
+    """A field that may hold a value or, as xLAM ships it, that value JSON-encoded."""
+    value = _required(record, name, where)
+    return (
+        _decode(value, f"field '{name}'", name, where)
+        if isinstance(value, str)
+        else value
+    )
+
+
+def _decode(text: str, label: str, name: str, where: _Where) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        reason = f"{exc.msg} at column {exc.colno}"
+        raise where.error(
+            f"{label} is a string but not valid JSON ({reason})", name
+        ) from None
+
+
+def _type_error(name: str, expected: str, value: Any, where: _Where) -> DatasetError:
+    return where.error(
+        f"{where.noun} '{name}' must be {expected}, got {_type_name(value)}", name
+    )
+
+
+def _type_name(value: Any) -> str:
+    names = {
+        dict: "object",
+        list: "list",
+        str: "string",
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        type(None): "null",
+    }
+    return names.get(type(value), type(value).__name__)
+
+
+def _preview(example: Example) -> dict:
+    row = {
+        "id": example.id,
+        "prompt": example.prompt,
+        "ground_truth": example.ground_truth,
+        "data_source": example.data_source,
+        "tools": example.tools,
+    }
+    # Parquet can hold values JSON cannot (bytes, dates); the preview goes to a browser.
+    return json.loads(json.dumps(row, default=str))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _size(num_bytes: int) -> str:
+    if num_bytes >= 1024 * 1024:
+        return f"{num_bytes / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
+    if num_bytes >= 1024:
+        return f"{num_bytes / 1024:.1f}".removesuffix(".0") + " KB"
+    return f"{num_bytes} bytes"
+
+
+def _one_line(exc: BaseException) -> str:
+    # Arrow's messages span lines; ours are shown as a single sentence.
+    return " ".join(str(exc).split())
