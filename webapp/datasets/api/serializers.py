@@ -1,0 +1,32 @@
+from rest_framework import serializers
+
+from webapp.datasets.models import Dataset
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True, default=None)
+
+    class Meta:
+        model = Dataset
+        fields = [
+            "id",
+            "name",
+            "description",
+            "owner",
+            "builtin",
+            "original_filename",
+            "format",
+            "row_count",
+            "size_bytes",
+            "checksum",
+            "columns",
+            "preview",
+            "created_at",
+        ]
+        read_only_fields = [f for f in fields if f not in ("name", "description")]
+
+
+class DatasetUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="JSONL (question/answer, GSM8K, function calling) or verl parquet.")
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True)

@@ -1,0 +1,46 @@
+from django.db import models
+
+from webapp.core.models import SharedQuerySet, owner_field
+
+
+class Dataset(models.Model):
+    """A dataset file on disk; rows are read by the trainer, never copied into Postgres."""
+
+    FORMATS = [
+        ("jsonl_qa", "JSONL question/answer"),
+        ("gsm8k", "GSM8K JSONL"),
+        ("verl_parquet", "verl parquet"),
+        ("function_calling", "function-calling JSONL"),
+    ]
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = owner_field(null=True)
+    builtin = models.BooleanField(default=False)
+    file = models.FileField(upload_to="datasets/%Y/%m/", blank=True)
+    path = models.CharField(max_length=500, blank=True, help_text="File path of a built-in dataset.")
+    original_filename = models.CharField(max_length=255, blank=True)
+    format = models.CharField(max_length=32, choices=FORMATS)
+    row_count = models.PositiveIntegerField()
+    size_bytes = models.BigIntegerField()
+    checksum = models.CharField(max_length=64, help_text="sha256 of the file")
+    columns = models.JSONField(default=list)
+    preview = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SharedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(builtin=True), name="dataset_builtin_name_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def file_path(self) -> str:
+        return self.path if self.builtin else self.file.path

@@ -1,0 +1,42 @@
+from django.contrib import admin
+
+from webapp.runs.models import Experiment, MetricStep, Run, RunLogLine, Trajectory
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(admin.ModelAdmin):
+    list_display = ["name", "owner", "created_at"]
+    search_fields = ["name", "description"]
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["id", "name", "experiment", "owner", "status", "last_step", "created_at"]
+    list_filter = ["status", "preset"]
+    search_fields = ["name", "description", "ray_job_id"]
+    raw_id_fields = ["experiment", "parent"]
+    # Status changes go through the state machine in services, not through a form.
+    readonly_fields = ["status", "token_hash", "summary", "metric_keys", "last_step", "heartbeat_at"]
+
+
+@admin.register(MetricStep)
+class MetricStepAdmin(admin.ModelAdmin):
+    list_display = ["run", "step", "time"]
+    raw_id_fields = ["run"]
+    list_select_related = ["run"]
+
+
+@admin.register(Trajectory)
+class TrajectoryAdmin(admin.ModelAdmin):
+    list_display = ["run", "step", "prompt_index", "sample_index", "reward", "correct", "tool_call_count"]
+    list_filter = ["correct", "has_tool_error", "truncated"]
+    raw_id_fields = ["run"]
+    list_select_related = ["run"]
+
+
+@admin.register(RunLogLine)
+class RunLogLineAdmin(admin.ModelAdmin):
+    list_display = ["run", "time", "level", "source", "message"]
+    list_filter = ["level", "source"]
+    raw_id_fields = ["run"]
+    list_select_related = ["run"]

@@ -1,0 +1,206 @@
+import csv
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from trainer.config import ConfigError, config_json_schema, default_config
+from webapp.core.pagination import StepCursorPagination, TimeCursorPagination
+from webapp.runs.api.filters import ExperimentFilter, RunFilter
+from webapp.runs.api.serializers import (
+    ExperimentSerializer,
+    MetricsResponseSerializer,
+    RunCreatedSerializer,
+    RunCreateSerializer,
+    RunForkSerializer,
+    RunLogLineSerializer,
+    RunSerializer,
+    RunUpdateSerializer,
+    TrajectorySerializer,
+)
+from webapp.runs.models import Experiment, Run
+from webapp.runs.selectors import run_metric_rows, run_metric_series, run_trajectories
+from webapp.runs.services import IllegalTransition, run_cancel, run_create, run_fork
+
+
+class ExperimentViewSet(viewsets.ModelViewSet):
+    serializer_class = ExperimentSerializer
+    filterset_class = ExperimentFilter
+    search_fields = ["name", "description"]
+    ordering_fields = ["created_at", "name"]
+
+    def get_queryset(self):
+        return Experiment.objects.visible_to(self.request.user).select_related("owner")
+
+    def perform_create(self, serializer) -> None:
+        serializer.save(owner=self.request.user)
+
+
+def _bool_param(request, name: str) -> bool | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return None
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    if value.lower() in ("0", "false", "no"):
+        return False
+    raise ValidationError({name: ["must be true or false"]})
+
+
+def _int_param(request, name: str, default: int | None, *, low: int = 0, high: int | None = None) -> int | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValidationError({name: ["must be an integer"]}) from None
+    if number < low or (high is not None and number > high):
+        raise ValidationError({name: [f"must be between {low} and {high}" if high else f"must be at least {low}"]})
+    return number
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_lines(header: list[str], rows: Iterator) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(header)
+    for step, time, values in rows:
+        yield writer.writerow([step, time, *("" if v is None else v for v in values)])
+
+
+class RunViewSet(viewsets.ModelViewSet):
+    """GRPO runs. Creating one validates its config; it stays queued until the run lifecycle starts it."""
+
+    filterset_class = RunFilter
+    search_fields = ["name", "description"]
+    ordering_fields = ["created_at", "name", "status", "last_step", "finished_at"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return Run.objects.visible_to(self.request.user).select_related("owner")
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return RunUpdateSerializer
+        return RunSerializer
+
+    @extend_schema(request=RunCreateSerializer, responses={201: RunCreatedSerializer})
+    def create(self, request):
+        data = RunCreateSerializer(data=request.data, context={"request": request})
+        data.is_valid(raise_exception=True)
+        try:
+            run, token = run_create(user=request.user, **data.validated_data)
+        except ConfigError as exc:
+            raise ValidationError(exc.errors) from None
+        run.ingest_token = token
+        return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request, pk=None):
+        run = self.get_object()
+        if not run.is_finished:
+            return Response({"detail": f"run is {run.status}; cancel it first"}, status=status.HTTP_409_CONFLICT)
+        run.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        try:
+            run = run_cancel(run=self.get_object())
+        except IllegalTransition as exc:
+            return Response(
+                {"detail": f"run is {exc.current}; it cannot be cancelled"}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(RunSerializer(run).data)
+
+    @extend_schema(request=RunForkSerializer, responses={201: RunCreatedSerializer})
+    @action(detail=True, methods=["post"])
+    def fork(self, request, pk=None):
+        parent = self.get_object()
+        data = RunForkSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run, token = run_fork(run=parent, user=request.user, **data.validated_data)
+        except ConfigError as exc:
+            raise ValidationError(exc.errors) from None
+        run.ingest_token = token
+        return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("keys", str, description="Comma-separated metric names; default all."),
+            OpenApiParameter("max_points", int, description="Buckets per series (default 2000)."),
+            OpenApiParameter("x", str, enum=["step", "time"], description="Bucket along steps or relative time."),
+            OpenApiParameter("format", str, enum=["json", "csv"], description="csv streams the full series."),
+        ],
+        responses={200: MetricsResponseSerializer, (200, "text/csv"): OpenApiTypes.STR},
+    )
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        run = self.get_object()
+        keys_param = request.query_params.get("keys", "")
+        keys = [key.strip() for key in keys_param.split(",") if key.strip()] or list(run.metric_keys)
+        if request.query_params.get("format") == "csv":
+            response = StreamingHttpResponse(
+                _csv_lines(["step", "time", *keys], run_metric_rows(run=run, keys=keys)), content_type="text/csv"
+            )
+            response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-metrics.csv"'
+            return response
+        x = request.query_params.get("x", "step")
+        if x not in ("step", "time"):
+            raise ValidationError({"x": ["must be step or time"]})
+        max_points = _int_param(request, "max_points", 2000, low=1, high=settings.METRICS_MAX_POINTS)
+        series = run_metric_series(run=run, keys=keys, max_points=max_points, x=x)
+        return Response({"run": run.pk, "x": x, "max_points": max_points, "series": series})
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("step", int),
+            OpenApiParameter("correct", bool),
+            OpenApiParameter("has_tool_error", bool),
+            OpenApiParameter("used_tool", bool),
+            OpenApiParameter("truncated", bool),
+            OpenApiParameter("q", str, description="Case-insensitive text search in prompt, turns and answer."),
+        ],
+        responses=TrajectorySerializer(many=True),
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=StepCursorPagination)
+    def trajectories(self, request, pk=None):
+        run = self.get_object()
+        queryset = run_trajectories(
+            run=run,
+            step=_int_param(request, "step", None),
+            correct=_bool_param(request, "correct"),
+            has_tool_error=_bool_param(request, "has_tool_error"),
+            used_tool=_bool_param(request, "used_tool"),
+            truncated=_bool_param(request, "truncated"),
+            q=request.query_params.get("q") or None,
+        )
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(TrajectorySerializer(page, many=True).data)
+
+    @extend_schema(responses=RunLogLineSerializer(many=True))
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=TimeCursorPagination)
+    def logs(self, request, pk=None):
+        run = self.get_object()
+        page = self.paginate_queryset(run.log_lines.all())
+        return self.get_paginated_response(RunLogLineSerializer(page, many=True).data)
+
+
+class RunConfigSchemaView(APIView):
+    """The JSON schema of a run config and its defaults (the run form is rendered from it)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response({"schema": config_json_schema(), "defaults": default_config()})

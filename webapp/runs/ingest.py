@@ -1,0 +1,217 @@
+"""Writing a trainer's ingest batch: validated as a whole, written in one transaction, idempotent."""
+
+import hmac
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from webapp.core.tokens import hash_secret
+from webapp.runs.events import publish_run_event
+from webapp.runs.ingest_schema import IngestBatch, MetricStepIn, TrajectoryIn
+from webapp.runs.models import RUN_TRANSITIONS, Run, RunLogLine, RunStatus, Trajectory
+from webapp.runs.services import log_line_payload, run_transition
+
+
+class IngestRejected(Exception):
+    """A batch that is refused as a whole; `errors` maps field paths to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__(json.dumps(errors))
+
+
+class IngestForbidden(Exception):
+    def __init__(self, message: str, *, status_code: int = 403):
+        self.message, self.status_code = message, status_code
+        super().__init__(message)
+
+
+def run_token_matches(run: Run, token: str) -> bool:
+    return bool(run.token_hash) and hmac.compare_digest(run.token_hash, hash_secret(token))
+
+
+def parse_batch(payload: Any) -> IngestBatch:
+    try:
+        return IngestBatch.model_validate(payload)
+    except ValidationError as exc:
+        errors: dict[str, list[str]] = {}
+        for error in exc.errors(include_url=False):
+            path = ".".join(str(part) for part in error["loc"]) or "non_field_errors"
+            errors.setdefault(path, []).append(error["msg"])
+        raise IngestRejected(errors) from None
+
+
+def _time(value: float | None, default: datetime) -> datetime:
+    return default if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def _status_plan(run: Run, batch: IngestBatch) -> list[str]:
+    """The transitions this batch makes; refused before anything is written if one is illegal."""
+    plan, current = [], run.status
+    if current == RunStatus.STARTING:
+        plan.append(RunStatus.RUNNING)
+        current = RunStatus.RUNNING
+    if batch.status is not None and batch.status.status != current:
+        if batch.status.status not in RUN_TRANSITIONS[current]:
+            raise IngestRejected({"status.status": [f"a {current} run cannot become {batch.status.status}"]})
+        plan.append(batch.status.status)
+    return plan
+
+
+_UPSERT_METRICS = """
+INSERT INTO runs_metricstep (run_id, step, time, "values")
+SELECT %s, x.step, to_timestamp(x.time), x.values
+FROM jsonb_to_recordset(%s::jsonb) AS x(step integer, time double precision, values jsonb)
+ON CONFLICT (run_id, step) DO UPDATE
+SET "values" = runs_metricstep."values" || EXCLUDED."values", time = EXCLUDED.time
+"""
+
+
+def _write_metrics(run: Run, steps: list[MetricStepIn], now: datetime) -> list[dict[str, Any]]:
+    # Later entries for the same step win, as they would across two batches.
+    by_step: dict[int, dict[str, Any]] = {}
+    for item in steps:
+        entry = by_step.setdefault(item.step, {"step": item.step, "values": {}})
+        entry["time"] = _time(item.time, now).timestamp()
+        entry["values"].update(item.values)
+    rows = [by_step[step] for step in sorted(by_step)]
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT_METRICS, [run.pk, json.dumps(rows)])
+    return rows
+
+
+def _update_summary(run: Run, rows: list[dict[str, Any]]) -> list[str]:
+    keys = set(run.metric_keys)
+    for row in rows:
+        keys.update(row["values"])
+        if run.last_step is None or row["step"] >= run.last_step:
+            run.last_step = row["step"]
+            run.summary = {**run.summary, **row["values"]}
+    run.metric_keys = sorted(keys)
+    return ["summary", "last_step", "metric_keys"]
+
+
+def _prompt_text(prompt: str | list) -> str:
+    return prompt if isinstance(prompt, str) else "\n".join(message.content for message in prompt)
+
+
+def _trajectory(run: Run, item: TrajectoryIn) -> Trajectory:
+    texts = [_prompt_text(item.prompt)]
+    for turn in item.turns:
+        texts.extend(text for text in (turn.call, turn.text) if text)
+    texts.append(item.final_answer)
+    return Trajectory(
+        run=run,
+        step=item.step,
+        prompt_index=item.prompt_index,
+        sample_index=item.sample_index,
+        prompt=item.prompt if isinstance(item.prompt, str) else [m.model_dump() for m in item.prompt],
+        turns=[turn.model_dump(exclude_none=True) for turn in item.turns],
+        final_answer=item.final_answer,
+        ground_truth=item.ground_truth,
+        reward=item.reward,
+        reward_components=item.reward_components,
+        correct=item.correct,
+        tool_call_count=item.tool_call_count,
+        has_tool_error=any(t.kind == "tool" and t.status not in (None, "ok") for t in item.turns),
+        truncated=item.truncated,
+        prompt_tokens=item.prompt_tokens,
+        response_tokens=item.response_tokens,
+        search_text="\n".join(texts),
+    )
+
+
+_TRAJECTORY_UPDATE_FIELDS = [
+    "prompt",
+    "turns",
+    "final_answer",
+    "ground_truth",
+    "reward",
+    "reward_components",
+    "correct",
+    "tool_call_count",
+    "has_tool_error",
+    "truncated",
+    "prompt_tokens",
+    "response_tokens",
+    "search_text",
+]
+
+
+def _write_trajectories(run: Run, items: list[TrajectoryIn]) -> list[dict[str, Any]]:
+    unique = {(t.step, t.prompt_index, t.sample_index): t for t in items}
+    objs = [_trajectory(run, item) for item in unique.values()]
+    Trajectory.objects.bulk_create(
+        objs,
+        update_conflicts=True,
+        unique_fields=["run", "step", "prompt_index", "sample_index"],
+        update_fields=_TRAJECTORY_UPDATE_FIELDS,
+        batch_size=500,
+    )
+    return [
+        {
+            "step": t.step,
+            "prompt_index": t.prompt_index,
+            "sample_index": t.sample_index,
+            "reward": t.reward,
+            "correct": t.correct,
+            "tool_call_count": t.tool_call_count,
+            "has_tool_error": t.has_tool_error,
+            "truncated": t.truncated,
+        }
+        for t in objs
+    ]
+
+
+def _write_logs(run: Run, batch: IngestBatch, now: datetime) -> list[dict[str, Any]]:
+    lines = {line.seq: line for line in batch.logs}
+    seen = set(RunLogLine.objects.filter(run=run, seq__in=list(lines)).values_list("seq", flat=True))
+    new = [
+        RunLogLine(
+            run=run, seq=seq, time=_time(line.time, now), level=line.level, source="trainer", message=line.message
+        )
+        for seq, line in sorted(lines.items())
+        if seq not in seen
+    ]
+    RunLogLine.objects.bulk_create(new, ignore_conflicts=True)
+    return [log_line_payload(line) for line in new]
+
+
+def ingest_batch(*, run_id: int, token: str, payload: Any) -> dict[str, int]:
+    """Validate and write one batch for a run; raises IngestForbidden / IngestRejected, writing nothing."""
+    batch = parse_batch(payload)
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or not run_token_matches(run, token):
+            raise IngestForbidden("this token is not valid for this run")
+        if run.is_finished:
+            raise IngestForbidden(f"run {run.pk} is {run.status}; it accepts no more reports", status_code=409)
+        plan = _status_plan(run, batch)
+
+        fields = ["heartbeat_at"]
+        run.heartbeat_at = now
+        metric_rows = _write_metrics(run, batch.metrics, now) if batch.metrics else []
+        if metric_rows:
+            fields += _update_summary(run, metric_rows)
+        trajectories = _write_trajectories(run, batch.trajectories) if batch.trajectories else []
+        logs = _write_logs(run, batch, now) if batch.logs else []
+        if batch.status is not None and batch.status.checkpoint:
+            run.checkpoint_path = batch.status.checkpoint
+            fields.append("checkpoint_path")
+        run.save(update_fields=fields)
+
+        if metric_rows:
+            publish_run_event(run, "metrics", {"steps": metric_rows}, list_event="run.updated")
+        if trajectories:
+            publish_run_event(run, "trajectories", {"trajectories": trajectories})
+        if logs:
+            publish_run_event(run, "logs", {"lines": logs})
+        for status in plan:
+            error = batch.status.error if batch.status is not None and status == batch.status.status else ""
+            run_transition(run=run, status=status, error=error)
+    return {"metrics": len(metric_rows), "trajectories": len(trajectories), "logs": len(logs)}

@@ -1,0 +1,168 @@
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+
+from webapp.core.models import OwnedQuerySet, owner_field
+
+
+class Experiment(models.Model):
+    """A group of runs."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    owner = owner_field()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = OwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="experiment_owner_name_unique")]
+        indexes = [GinIndex(fields=["tags"], name="experiment_tags_gin")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    STARTING = "starting"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    LOST = "lost"
+
+
+ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.STARTING, RunStatus.RUNNING)
+FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST)
+
+# queued → starting → running → succeeded | failed | cancelled | lost. A run can fail or be
+# cancelled before it runs (submission failed, cancelled while waiting), and be lost once a
+# trainer may exist; finished runs never change again.
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.QUEUED: frozenset({RunStatus.STARTING, RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.STARTING: frozenset({RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST}),
+    RunStatus.RUNNING: frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST}),
+    **{status: frozenset() for status in FINISHED_STATUSES},
+}
+
+
+class Run(models.Model):
+    """One GRPO training run; `config` is the resolved snapshot it was created with."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, null=True, blank=True, related_name="runs")
+    owner = owner_field()
+    preset = models.CharField(max_length=64, blank=True, help_text="Preset the config started from, if any.")
+    config = models.JSONField(help_text="Resolved run config (trainer.config.RunConfig) at creation.")
+    sources = models.JSONField(
+        default=dict, blank=True, help_text="The stored datasets and reward config the snapshot was resolved from."
+    )
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    ray_job_id = models.CharField(max_length=128, blank=True)
+    token_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the run's ingest token.")
+    error = models.TextField(blank=True)
+    summary = models.JSONField(default=dict, blank=True, help_text="Last value of every metric.")
+    last_step = models.IntegerField(null=True, blank=True)
+    metric_keys = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
+    parent_relation = models.CharField(max_length=8, blank=True, choices=[("fork", "fork"), ("resume", "resume")])
+    checkpoint_path = models.CharField(max_length=500, blank=True)
+
+    objects = OwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["experiment", "-created_at"], name="run_experiment_created"),
+            models.Index(fields=["status", "-created_at"], name="run_status_created"),
+            models.Index(fields=["owner", "-created_at"], name="run_owner_created"),
+            models.Index(fields=["-created_at"], name="run_created"),
+            GinIndex(fields=["tags"], name="run_tags_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class MetricStep(models.Model):
+    """All metric values of one training step of a run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_steps")
+    step = models.IntegerField()
+    time = models.DateTimeField(help_text="When the trainer recorded the step.")
+    values = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "step"], name="metricstep_run_step_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} step {self.step}"
+
+
+class Trajectory(models.Model):
+    """One sampled rollout; a step stores whole GRPO groups (same prompt_index)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trajectories")
+    step = models.IntegerField()
+    prompt_index = models.IntegerField()
+    sample_index = models.IntegerField()
+    prompt = models.JSONField(help_text="The prompt as text or chat messages.")
+    turns = models.JSONField(default=list, help_text="Model text, tool calls and tool outputs in order.")
+    final_answer = models.TextField(blank=True)
+    ground_truth = models.JSONField(null=True, blank=True)
+    reward = models.FloatField()
+    reward_components = models.JSONField(default=dict, blank=True)
+    correct = models.BooleanField()
+    tool_call_count = models.IntegerField(default=0)
+    has_tool_error = models.BooleanField(default=False)
+    truncated = models.BooleanField(default=False)
+    prompt_tokens = models.IntegerField(null=True, blank=True)
+    response_tokens = models.IntegerField(null=True, blank=True)
+    search_text = models.TextField(blank=True, help_text="Prompt, turns and answer as plain text, for search.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step", "prompt_index", "sample_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "step", "prompt_index", "sample_index"], name="trajectory_run_step_sample_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} step {self.step} prompt {self.prompt_index} sample {self.sample_index}"
+
+
+class RunLogLine(models.Model):
+    """A log line of a run: from the trainer (with its sequence number) or from tirlab itself."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="log_lines")
+    seq = models.BigIntegerField(
+        null=True, blank=True, help_text="Trainer's sequence number; makes retries idempotent."
+    )
+    time = models.DateTimeField()
+    level = models.CharField(max_length=10, default="info")
+    source = models.CharField(max_length=16, default="trainer")
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["time", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runlogline_run_seq_unique")]
+        indexes = [models.Index(fields=["run", "time"], name="runlogline_run_time")]
+
+    def __str__(self) -> str:
+        return self.message[:80]
