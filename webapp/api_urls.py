@@ -7,7 +7,16 @@ from webapp.rewards.api.views import RewardCatalogView, RewardConfigViewSet
 from webapp.runs.api.ingest_views import RunIngestView
 from webapp.runs.api.views import ExperimentViewSet, RunConfigSchemaView, RunViewSet
 
-router = DefaultRouter()
+
+class OptionalSlashRouter(DefaultRouter):
+    """Both `/runs/1/metrics` (as documented) and `/runs/1/metrics/` resolve."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trailing_slash = "/?"
+
+
+router = OptionalSlashRouter()
 router.register("experiments", ExperimentViewSet, basename="experiment")
 router.register("datasets", DatasetViewSet, basename="dataset")
 router.register("reward-configs", RewardConfigViewSet, basename="rewardconfig")

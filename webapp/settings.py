@@ -154,6 +154,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Datasets, reward configs, GRPO runs, their metrics and trajectories, and trainer ingest.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The API's description is public; every endpoint it describes still requires authentication.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints
 
 MetricKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_@.:/\-]{1,200}$")]
-Number = StrictInt | StrictFloat
+Number = StrictFloat  # strict: ints are numbers, but true and "1" are not
 
 MAX_METRIC_STEPS = 10_000
 MAX_TRAJECTORIES = 5_000
