@@ -1,0 +1,87 @@
+# tirlab's entry points. Everything runs from the project virtualenv, which is created and kept in
+# step with requirements*.txt here; PostgreSQL and Redis are embedded (under var/) unless
+# DATABASE_URL / REDIS_URL are set. The supervision itself lives in webapp/devstack.py.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEVSTACK := $(PY) -m webapp.devstack
+PYTEST_ARGS ?=
+VAR_DIR := $(or $(TIRLAB_VAR_DIR),$(CURDIR)/var)
+# Tests and benchmarks get their own var dirs: their databases, uploads and servers never touch yours.
+TEST_VAR_DIR ?= $(VAR_DIR)/test
+BENCH_VAR_DIR ?= $(VAR_DIR)/bench
+BENCH ?= $(filter-out bench/_%,$(wildcard bench/*.py))
+BENCH_ARGS ?=
+
+.PHONY: help run test deps dev-deps browser-deps migrate lint bench clean-venv clean-var
+
+help:
+	@echo "make run          start tirlab (web + worker; embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL)"
+	@echo "make test         run the test suite (PYTEST_ARGS=... is passed to pytest)"
+	@echo "make migrate      apply database migrations"
+	@echo "make lint         ruff check"
+	@echo "make bench        run the benchmarks in bench/ (BENCH=bench/x.py for one, BENCH_ARGS=... to each)"
+	@echo "make clean-venv   delete $(VENV); the next command rebuilds it"
+	@echo "make clean-var    delete $(VAR_DIR): embedded database, uploads, secret key (asks first)"
+
+$(PY):
+	@$(PYTHON) -m venv $(VENV) || { echo "Could not create $(VENV) with $(PYTHON) -m venv (on Debian/Ubuntu: apt-get install python3-venv)." >&2; exit 1; }
+
+# The stamps are copies of what was installed, so a touched but unchanged file does not reinstall.
+deps: $(PY)
+	@cmp -s requirements.txt $(VENV)/.installed-requirements.txt || { \
+		$(PY) -m pip install -r requirements.txt && cp requirements.txt $(VENV)/.installed-requirements.txt; }
+
+dev-deps: $(PY)
+	@cat requirements-dev.txt requirements.txt | cmp -s - $(VENV)/.installed-requirements-dev.txt || { \
+		$(PY) -m pip install -r requirements-dev.txt \
+		&& cat requirements-dev.txt requirements.txt > $(VENV)/.installed-requirements-dev.txt \
+		&& cp requirements.txt $(VENV)/.installed-requirements.txt; }
+
+# Chromium for the browser tests: installed when missing and apt-get can (as root); otherwise say so.
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1; then exit 0; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "browser-deps: chromium is not installed and cannot be installed here (needs root and apt-get);" \
+			"install it (e.g. sudo apt-get install chromium) or the browser tests will not run." >&2; \
+	else \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; } \
+		|| echo "browser-deps: installing chromium failed; the browser tests will not run." >&2; \
+	fi
+
+run: deps
+	$(DEVSTACK)
+
+test: dev-deps browser-deps
+	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) $(DEVSTACK) services -- $(PY) -m pytest $(PYTEST_ARGS)
+
+migrate: deps
+	$(DEVSTACK) services -- $(PY) manage.py migrate
+
+lint: dev-deps
+	$(VENV)/bin/ruff check .
+
+bench: dev-deps
+	@if [ -z "$(strip $(BENCH))" ]; then echo "bench: no bench/*.py to run" >&2; exit 1; fi
+	TIRLAB_VAR_DIR=$(BENCH_VAR_DIR) $(DEVSTACK) services -- bash -c \
+		'set -e; for f in $(BENCH); do echo "== $$f"; $(PY) "$$f" $(BENCH_ARGS); done'
+
+clean-venv:
+	rm -rf $(VENV)
+
+# var/ holds your data; refuse while a devstack uses it, and ask (or take CONFIRM=yes) first.
+clean-var:
+	@for lock in $(VAR_DIR)/devstack.lock $(VAR_DIR)/*/devstack.lock; do \
+		if [ -e "$$lock" ] && command -v flock >/dev/null && ! flock -n "$$lock" true; then \
+			echo "clean-var: a devstack is running on $$(dirname "$$lock"); stop it first." >&2; exit 1; fi; \
+	done
+	@echo "WARNING: this deletes $(VAR_DIR): the embedded PostgreSQL database, Redis data, uploads and the secret key."
+	@if [ "$(CONFIRM)" != yes ]; then \
+		if [ -t 0 ]; then read -r -p "Type 'yes' to delete it: " answer; else answer=; fi; \
+		if [ "$$answer" != yes ]; then echo "Not deleted (run 'make clean-var CONFIRM=yes' to skip the question)."; exit 1; fi; \
+	fi
+	rm -rf $(VAR_DIR)
