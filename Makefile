@@ -17,7 +17,7 @@ BENCH_VAR_DIR ?= $(VAR_DIR)/bench
 BENCH ?= $(filter-out bench/_%,$(wildcard bench/*.py))
 BENCH_ARGS ?=
 
-.PHONY: help run test deps dev-deps browser-deps migrate lint bench clean-venv clean-var
+.PHONY: help run test deps dev-deps browser-deps migrate lint bench screenshot clean-venv clean-var
 
 help:
 	@echo "make run          start tirlab (web + worker; embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL)"
@@ -25,6 +25,7 @@ help:
 	@echo "make migrate      apply database migrations"
 	@echo "make lint         ruff check"
 	@echo "make bench        run the benchmarks in bench/ (BENCH=bench/x.py for one, BENCH_ARGS=... to each)"
+	@echo "make screenshot   redo docs/dashboard.png with the browser test that logs in"
 	@echo "make clean-venv   delete $(VENV); the next command rebuilds it"
 	@echo "make clean-var    delete $(VAR_DIR): embedded database, uploads, secret key (asks first)"
 
@@ -69,6 +70,10 @@ bench: dev-deps
 	@if [ -z "$(strip $(BENCH))" ]; then echo "bench: no bench/*.py to run" >&2; exit 1; fi
 	TIRLAB_VAR_DIR=$(BENCH_VAR_DIR) $(DEVSTACK) services -- bash -c \
 		'set -e; for f in $(BENCH); do echo "== $$f"; $(PY) "$$f" $(BENCH_ARGS); done'
+
+screenshot: dev-deps browser-deps
+	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) TIRLAB_SCREENSHOT_DIR=$(CURDIR)/docs $(DEVSTACK) services -- \
+		$(PY) -m pytest tests/browser/test_dashboard.py -k builtin -q
 
 clean-venv:
 	rm -rf $(VENV)

@@ -19,10 +19,5 @@ def env_int(name: str, default: int) -> int:
     return default if value in (None, "") else int(value)
 
 
-def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    return default if value in (None, "") else float(value)
-
-
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]

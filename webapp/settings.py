@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.env import env_bool, env_float, env_int, env_list, env_str
+from webapp.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Mutable state (embedded services, uploads, secret key) lives under var/.
@@ -171,8 +171,6 @@ INGEST_MAX_BYTES = env_int("TIRLAB_INGEST_MAX_BYTES", 8 * 1024 * 1024)
 DATASET_MAX_BYTES = env_int("TIRLAB_DATASET_MAX_BYTES", 200 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = INGEST_MAX_BYTES
 METRICS_MAX_POINTS = env_int("TIRLAB_METRICS_MAX_POINTS", 10000)
-# A run whose trainer has not reported for this long is considered lost (run lifecycle).
-HEARTBEAT_TIMEOUT_S = env_float("TIRLAB_HEARTBEAT_TIMEOUT_S", 120.0)
 
 LOGGING = {
     "version": 1,

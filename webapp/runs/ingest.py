@@ -10,7 +10,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from webapp.core.tokens import hash_secret
-from webapp.runs.events import publish_run_event
+from webapp.runs.events import publish_run_events
 from webapp.runs.ingest_schema import IngestBatch, MetricStepIn, TrajectoryIn
 from webapp.runs.models import RUN_TRANSITIONS, Run, RunLogLine, RunStatus, Trajectory
 from webapp.runs.services import log_line_payload, run_transition
@@ -205,12 +205,14 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> dict[str, int]:
             fields.append("checkpoint_path")
         run.save(update_fields=fields)
 
+        events: list[tuple[str, dict[str, Any]]] = []
         if metric_rows:
-            publish_run_event(run, "metrics", {"steps": metric_rows}, list_event="run.updated")
+            events.append(("metrics", {"steps": metric_rows}))
         if trajectories:
-            publish_run_event(run, "trajectories", {"trajectories": trajectories})
+            events.append(("trajectories", {"trajectories": trajectories}))
         if logs:
-            publish_run_event(run, "logs", {"lines": logs})
+            events.append(("logs", {"lines": logs}))
+        publish_run_events(run, events, list_event="run.updated" if metric_rows else None)
         for status in plan:
             error = batch.status.error if batch.status is not None and status == batch.status.status else ""
             run_transition(run=run, status=status, error=error)

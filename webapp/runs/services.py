@@ -10,7 +10,7 @@ from trainer.config import ConfigError, merge_overrides, validate_config
 from webapp.core.tokens import hash_secret, new_secret
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
-from webapp.runs.events import publish_run_event
+from webapp.runs.events import publish_run_events
 from webapp.runs.models import ACTIVE_STATUSES, RUN_TRANSITIONS, Experiment, Run, RunLogLine, RunStatus
 
 RUN_TOKEN_PREFIX = "tlr"
@@ -109,7 +109,7 @@ def run_create(
         parent_relation=parent_relation,
     )
     run_log(run=run, message=f"run created ({'from ' + preset if preset else 'custom config'})")
-    publish_run_event(run, None, list_event="run.created")
+    publish_run_events(run, [], list_event="run.created")
     return run, token
 
 
@@ -161,8 +161,10 @@ def run_transition(*, run: Run, status: str, error: str = "", reason: str = "") 
             message=f"status {previous} → {status}" + (f": {reason or error}" if reason or error else ""),
             level="error" if status in (RunStatus.FAILED, RunStatus.LOST) else "info",
         )
-        publish_run_event(
-            locked, "status", {"status": status, "previous": previous, "error": locked.error}, list_event="run.updated"
+        publish_run_events(
+            locked,
+            [("status", {"status": status, "previous": previous, "error": locked.error})],
+            list_event="run.updated",
         )
     run.refresh_from_db()
     return run
@@ -176,7 +178,7 @@ def run_cancel(*, run: Run) -> Run:
 def run_log(*, run: Run, message: str, level: str = "info") -> RunLogLine:
     """A log line written by tirlab itself (not the trainer)."""
     line = RunLogLine.objects.create(run=run, time=timezone.now(), level=level, source="tirlab", message=message)
-    publish_run_event(run, "logs", {"lines": [log_line_payload(line)]})
+    publish_run_events(run, [("logs", {"lines": [log_line_payload(line)]})])
     return line
 
 
