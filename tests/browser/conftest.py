@@ -7,15 +7,18 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator:
+    """Chromium for one test module. Playwright's sync API runs an event loop on the main thread
+    while it is open, so it must be closed before the suite's asyncio tests run."""
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API refuses to start inside a running event loop; none runs here.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        # The tests' own ORM calls run on the main thread beside Playwright's loop; that is safe
+        # here (the loop only drives the browser), and Django refuses it unless told.
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
