@@ -203,3 +203,20 @@ def test_batch_over_the_size_limit_is_refused_with_413(run_and_token):
     response = ingest(run.pk, token, batch(steps=range(50)))
     assert response.status_code == 413
     assert counts(run) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"metrics": [{"step": 2**31, "values": {}}]}, "metrics.0.step"),
+        ({"metrics": [{"step": 1, "time": 1e20, "values": {}}]}, "metrics.0.time"),
+        ({"logs": [{"seq": 2**63, "message": "x"}]}, "logs.0.seq"),
+        ({"trajectories": [trajectory(1, 2**31, 0)]}, "trajectories.0.prompt_index"),
+        ({"trajectories": [trajectory(1, 0, 0, response_tokens=2**31)]}, "trajectories.0.response_tokens"),
+    ],
+)
+def test_numbers_the_database_cannot_hold_are_refused_as_field_errors(run_and_token, payload, field):
+    run, token = run_and_token
+    response = ingest(run.pk, token, payload)
+    assert response.status_code == 400
+    assert field in response.json()

@@ -220,3 +220,9 @@ def test_builtin_reward_presets_are_read_only(api):
 def test_run_config_schema_is_served_with_defaults(api):
     body = api.get("/api/v1/run-config/schema/").json()
     assert "rollout" in body["schema"]["properties"] and body["defaults"]["rollout"]["group_size"] >= 1
+
+
+def test_trajectory_step_beyond_any_step_is_a_field_error(api, run_and_token):
+    run, _ = run_and_token
+    response = api.get(f"/api/v1/runs/{run.pk}/trajectories?step=99999999999")
+    assert response.status_code == 400 and "step" in response.json()

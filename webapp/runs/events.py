@@ -37,9 +37,7 @@ async def _send_all(messages: list[tuple[str, dict[str, Any]]]) -> None:
         await layer.group_send(group, message)
 
 
-def publish_run_events(
-    run: Run, events: list[tuple[str, dict[str, Any]]], *, list_event: str | None = None
-) -> None:
+def publish_run_events(run: Run, events: list[tuple[str, dict[str, Any]]], *, list_event: str | None = None) -> None:
     """Send `events` to the run's socket, and `list_event` to the run lists, once the transaction commits.
 
     One async_to_sync call for the lot: each costs a thread hop, which dominated small ingest batches.

@@ -11,6 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 MetricKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_@.:/\-]{1,200}$")]
 Number = StrictFloat  # strict: ints are numbers, but true and "1" are not
 
+# What the columns can hold: integer steps and indexes, bigint sequence numbers, and times
+# that datetime and PostgreSQL timestamps both represent (before the year 10000).
+INT_MAX = 2**31 - 1
+BIGINT_MAX = 2**63 - 1
+TIME_MAX = 253_402_300_799.0
+
 MAX_METRIC_STEPS = 10_000
 MAX_TRAJECTORIES = 5_000
 MAX_LOG_LINES = 10_000
@@ -21,8 +27,10 @@ class _Strict(BaseModel):
 
 
 class MetricStepIn(_Strict):
-    step: StrictInt = Field(ge=0, description="Training step.")
-    time: Number | None = Field(None, description="Unix time the trainer recorded the step; default: received.")
+    step: StrictInt = Field(ge=0, le=INT_MAX, description="Training step.")
+    time: Number | None = Field(
+        None, ge=0, le=TIME_MAX, description="Unix time the trainer recorded the step; default: received."
+    )
     values: dict[MetricKey, Number | None] = Field(
         max_length=2000, description="Metric name → value (null when undefined, e.g. NaN)."
     )
@@ -42,9 +50,9 @@ class TurnIn(_Strict):
 
 
 class TrajectoryIn(_Strict):
-    step: StrictInt = Field(ge=0)
-    prompt_index: StrictInt = Field(ge=0, description="Index of the prompt (GRPO group) within the step.")
-    sample_index: StrictInt = Field(ge=0, description="Index of the sample within its group.")
+    step: StrictInt = Field(ge=0, le=INT_MAX)
+    prompt_index: StrictInt = Field(ge=0, le=INT_MAX, description="Index of the prompt (GRPO group) within the step.")
+    sample_index: StrictInt = Field(ge=0, le=INT_MAX, description="Index of the sample within its group.")
     prompt: str | list[ChatMessage]
     turns: list[TurnIn] = Field(default_factory=list, max_length=1000)
     final_answer: str = ""
@@ -52,15 +60,17 @@ class TrajectoryIn(_Strict):
     reward: Number
     reward_components: dict[MetricKey, Number | None] = Field(default_factory=dict)
     correct: StrictBool
-    tool_call_count: StrictInt = Field(0, ge=0)
+    tool_call_count: StrictInt = Field(0, ge=0, le=INT_MAX)
     truncated: StrictBool = False
-    prompt_tokens: StrictInt | None = Field(None, ge=0)
-    response_tokens: StrictInt | None = Field(None, ge=0)
+    prompt_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+    response_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
 
 
 class LogLineIn(_Strict):
-    seq: StrictInt = Field(ge=0, description="Trainer's sequence number of the line; a retry with it is ignored.")
-    time: Number | None = None
+    seq: StrictInt = Field(
+        ge=0, le=BIGINT_MAX, description="Trainer's sequence number of the line; a retry with it is ignored."
+    )
+    time: Number | None = Field(None, ge=0, le=TIME_MAX)
     level: Literal["debug", "info", "warning", "error"] = "info"
     message: str = Field(max_length=100_000)
 

@@ -25,6 +25,7 @@ from webapp.runs.api.serializers import (
     RunUpdateSerializer,
     TrajectorySerializer,
 )
+from webapp.runs.ingest_schema import INT_MAX
 from webapp.runs.models import Experiment, Run
 from webapp.runs.selectors import run_metric_rows, run_metric_series, run_trajectories
 from webapp.runs.services import IllegalTransition, run_cancel, run_create, run_fork
@@ -54,7 +55,7 @@ def _bool_param(request, name: str) -> bool | None:
     raise ValidationError({name: ["must be true or false"]})
 
 
-def _int_param(request, name: str, default: int | None, *, low: int = 0, high: int | None = None) -> int | None:
+def _int_param(request, name: str, default: int | None, *, low: int = 0, high: int = INT_MAX) -> int | None:
     value = request.query_params.get(name)
     if value in (None, ""):
         return default
@@ -63,7 +64,7 @@ def _int_param(request, name: str, default: int | None, *, low: int = 0, high: i
     except ValueError:
         raise ValidationError({name: ["must be an integer"]}) from None
     if number < low or (high is not None and number > high):
-        raise ValidationError({name: [f"must be between {low} and {high}" if high else f"must be at least {low}"]})
+        raise ValidationError({name: [f"must be between {low} and {high}"]})
     return number
 
 
