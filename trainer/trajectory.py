@@ -1,0 +1,41 @@
+"""The shapes shared by the rollout loop, the rewards and the step metrics."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """One executed tool call, as the sandbox reported it."""
+
+    call: str
+    status: str  # ok, error, timeout, memory_exceeded, output_limit, killed (sandbox.Result.status)
+    output: str = ""
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A finished response: the full text as the protocol produced it (model text with tool
+    outputs inserted), plus what only the rollout knows — each execution's status, and whether
+    generation stopped at the length limit."""
+
+    text: str
+    protocol: str = "python_markdown"
+    executions: tuple[ToolExecution, ...] = ()
+    truncated: bool = False
+    response_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class RewardResult:
+    """The reward of one completion: its total and the named parts it was made of."""
+
+    total: float
+    components: dict[str, float] = field(default_factory=dict)
+    correct: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
