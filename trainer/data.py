@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BUILTIN_DATASETS = ("arithmetic", "arithmetic:easy", "arithmetic:hard", "gsm8k")
 
 _PARQUET_MAGIC = b"PAR1"
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
@@ -184,6 +186,54 @@ def iter_examples(path: Path, format: DatasetFormat | None = None) -> Iterator[E
 
 def load_examples(path: Path, format: DatasetFormat | None = None) -> list[Example]:
     return list(iter_examples(path, format))
+
+
+def load_dataset(
+    ref: str,
+    *,
+    split: str = "train",
+    seed: int = 0,
+    size: int | None = None,
+) -> list[Example]:
+    """The examples a run config's dataset reference names.
+
+    - ``arithmetic`` (or ``arithmetic:easy`` / ``arithmetic:hard``): the seeded synthetic generator;
+      ``seed`` and ``size`` shape it, and ``split`` gives the validation split its own problems.
+    - ``gsm8k``: ``data/gsm8k/<split>.jsonl`` in the repository (``train`` or ``test``).
+    - anything else: a dataset file, in any format `detect_format` recognises.
+
+    ``size`` keeps the first ``size`` examples of a file. ``dataset:<id>`` references name a
+    dashboard upload, which only the dashboard can resolve; it passes the stored file's path instead.
+    """
+    if size is not None and size < 0:
+        raise DatasetError(f"size must be >= 0, got {size}")
+    name, _, variant = ref.partition(":")
+    if name == "arithmetic":
+        # Imported here: the generator builds Examples, so it imports this module.
+        from trainer.synthetic import arithmetic_examples
+
+        if variant not in ("", "easy", "hard", "mixed"):
+            raise DatasetError(f"unknown arithmetic difficulty '{variant}'; expected easy, hard or mixed")
+        return arithmetic_examples(size, seed=seed, difficulty=variant or "mixed", split=split)
+    if ref == "gsm8k":
+        if split not in ("train", "test"):
+            raise DatasetError(f"gsm8k has the splits 'train' and 'test', not '{split}'")
+        path = REPO_ROOT / "data" / "gsm8k" / f"{split}.jsonl"
+    elif name == "dataset" and variant:
+        raise DatasetError(
+            f"'{ref}' names a dashboard upload; resolve it to the uploaded file's path before loading"
+        )
+    else:
+        path = Path(ref).expanduser()
+        if not path.is_file():
+            raise DatasetError(
+                f"no dataset '{ref}': expected a built-in name ({', '.join(BUILTIN_DATASETS)}) "
+                "or the path of a dataset file"
+            )
+    examples = iter_examples(path)
+    if size is None:
+        return list(examples)
+    return [example for _, example in zip(range(size), examples, strict=False)]
 
 
 def _rows(

@@ -15,6 +15,7 @@ from trainer.data import (
     detect_format,
     inspect_dataset,
     iter_examples,
+    load_dataset,
     load_examples,
 )
 
@@ -600,3 +601,63 @@ def test_openai_style_tools_are_named_by_their_function(tmp_path: Path) -> None:
 
 def test_load_examples_matches_iter_examples(verl_file: Path) -> None:
     assert load_examples(verl_file) == list(iter_examples(verl_file))
+
+
+# Dataset references
+
+
+def test_load_dataset_arithmetic_is_the_seeded_generator() -> None:
+    from trainer.synthetic import arithmetic_examples
+
+    examples = load_dataset("arithmetic", seed=7, size=20)
+    assert examples == arithmetic_examples(20, seed=7)
+    assert load_dataset("arithmetic", seed=7, size=20, split="test") == arithmetic_examples(20, seed=7, split="test")
+    assert {e.extra_info["difficulty"] for e in load_dataset("arithmetic:easy", size=10)} == {"easy"}
+    assert {e.extra_info["difficulty"] for e in load_dataset("arithmetic:hard", size=10)} == {"hard"}
+    with pytest.raises(DatasetError, match="difficulty 'medium'"):
+        load_dataset("arithmetic:medium")
+
+
+def test_load_dataset_gsm8k_reads_the_repository_files() -> None:
+    first = load_dataset("gsm8k", size=2)
+    assert [e.id for e in first] == ["1", "2"]
+    assert first[0].ground_truth == "72"  # Natalia's clips, the first train problem
+    assert first[0].data_source == "gsm8k"
+    assert len(load_dataset("gsm8k", split="test")) == 1319
+    with pytest.raises(DatasetError, match="splits 'train' and 'test'"):
+        load_dataset("gsm8k", split="validation")
+
+
+def test_load_dataset_reads_a_file_path(verl_file: Path) -> None:
+    assert load_dataset(str(verl_file)) == load_examples(verl_file)
+    assert load_dataset(str(verl_file), size=1) == load_examples(verl_file)[:1]
+
+
+def test_load_dataset_unknown_reference_names_the_accepted_forms(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="built-in name .*arithmetic.*gsm8k.* or the path"):
+        load_dataset(str(tmp_path / "missing.jsonl"))
+    with pytest.raises(DatasetError, match="dashboard upload"):
+        load_dataset("dataset:12")
+    with pytest.raises(DatasetError, match="size"):
+        load_dataset("arithmetic", size=-1)
+
+
+def test_toolrl_release_shape_keeps_text_ground_truth_and_extra_info(tmp_path: Path) -> None:
+    # A verl parquet row as ToolRL ships it: the ground truth in ToolRL's text form, kept as text
+    # for the toolrl reward to parse, and split/index in extra_info.
+    call = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    truth = f"<think>Weather first.</think>\n<tool_call>\n{call}\n</tool_call>"
+    table = pa.table(
+        {
+            "data_source": ["rlla"],
+            "prompt": [[{"role": "system", "content": "You are a helpful dialogue assistant..."},
+                        {"role": "user", "content": "Weather in Paris?"}]],
+            "ability": ["tool"],
+            "reward_model": [{"ground_truth": truth, "style": "rule"}],
+            "extra_info": [{"index": 4, "split": "train"}],
+        }
+    )
+    (example,) = load_examples(write_parquet(tmp_path / "rlla.parquet", table))
+    assert (example.id, example.ground_truth, example.data_source) == ("4", truth, "rlla")
+    assert example.extra_info == {"index": 4, "split": "train"}
+    assert example.prompt[1] == {"role": "user", "content": "Weather in Paris?"}

@@ -1,0 +1,85 @@
+"""A seeded synthetic arithmetic dataset for the CPU quickstart.
+
+Easy problems are one operation on single-digit operands ("What is 7 + 5?"), small enough that a
+tiny model can learn them in minutes; hard problems chain two or three multi-digit operands, where
+calling the Python tool pays off. The same seed, split and size always give the same problems, so a
+quickstart run is reproducible and its validation set never changes between runs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+from trainer.data import Example
+
+Difficulty = Literal["easy", "hard", "mixed"]
+DIFFICULTIES: tuple[str, ...] = ("easy", "hard", "mixed")
+DATA_SOURCE = "arithmetic"
+DEFAULT_SIZES = {"train": 1000, "test": 200}
+
+_OPERATORS = ("+", "-", "*")
+
+
+def arithmetic_examples(
+    size: int | None = None,
+    *,
+    seed: int = 0,
+    difficulty: Difficulty = "mixed",
+    split: str = "train",
+) -> list[Example]:
+    """``size`` problems (default 1000 for train, 200 otherwise); ``mixed`` draws each problem's
+    difficulty with equal odds. Ground truths are exact integer strings."""
+    if difficulty not in DIFFICULTIES:
+        raise ValueError(f"difficulty must be one of {', '.join(DIFFICULTIES)}, got {difficulty!r}")
+    count = DEFAULT_SIZES.get(split, DEFAULT_SIZES["test"]) if size is None else size
+    if count < 0:
+        raise ValueError(f"size must be >= 0, got {count}")
+    # A string seed is hashed (SHA-512) by random.Random, so every split gets its own stream that is
+    # the same in every process and Python version, unlike hash() of a str.
+    rng = random.Random(f"arithmetic:{seed}:{split}")
+    examples = []
+    for index in range(count):
+        level = difficulty if difficulty != "mixed" else rng.choice(("easy", "hard"))
+        expression, value = _easy(rng) if level == "easy" else _hard(rng)
+        examples.append(
+            Example(
+                id=f"arithmetic-{split}-{index}",
+                prompt=[{"role": "user", "content": f"What is {expression}?"}],
+                ground_truth=str(value),
+                data_source=DATA_SOURCE,
+                extra_info={"difficulty": level, "split": split, "index": index, "seed": seed},
+            )
+        )
+    return examples
+
+
+def _easy(rng: random.Random) -> tuple[str, int]:
+    a, b = rng.randint(0, 9), rng.randint(0, 9)
+    operator = rng.choice(_OPERATORS)
+    if operator == "-" and a < b:
+        a, b = b, a  # easy answers stay non-negative: a sign is one more thing for a tiny model to learn
+    return f"{a} {operator} {b}", _evaluate([a, b], [operator])
+
+
+def _hard(rng: random.Random) -> tuple[str, int]:
+    operand_count = rng.choice((2, 3))
+    operands = [rng.randint(10, 999) for _ in range(operand_count)]
+    operators = [rng.choice(_OPERATORS) for _ in range(operand_count - 1)]
+    text = str(operands[0])
+    for operator, operand in zip(operators, operands[1:], strict=True):
+        text += f" {operator} {operand}"
+    return text, _evaluate(operands, operators)
+
+
+def _evaluate(operands: list[int], operators: list[str]) -> int:
+    """Value of ``operands[0] op operands[1] op ...`` with * before + and -, in exact integers."""
+    terms = [operands[0]]
+    signs = [1]
+    for operator, operand in zip(operators, operands[1:], strict=True):
+        if operator == "*":
+            terms[-1] *= operand
+        else:
+            terms.append(operand)
+            signs.append(1 if operator == "+" else -1)
+    return sum(sign * term for sign, term in zip(signs, terms, strict=True))
