@@ -1,0 +1,50 @@
+"""artist (ARTIST): reasoning in <think>, code in <python>...</python>, results in <output>,
+the final answer in <answer>...</answer>.
+
+Generation stops at </python>; the result is appended as "<output>\\n{result}\\n</output>\\n".
+"""
+
+import re
+from typing import ClassVar
+
+from trainer.answers import last_boxed
+from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation
+from trainer.trajectory import ToolExecution
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def answer_block(text: str) -> str | None:
+    """The content of the last <answer>...</answer>, or None."""
+    blocks = _ANSWER.findall(text)
+    return blocks[-1].strip() if blocks else None
+
+
+class Artist(Protocol):
+    name: ClassVar[str] = "artist"
+    stop_marker: ClassVar[str | None] = "</python>"
+    tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(r"(?P<tool><output>.*?</output>\n?)", re.DOTALL)
+
+    def extract_call(self, text: str) -> str | None:
+        tail = self._strip_marker(self._after_last_output(text))
+        start = tail.rfind("<python>")
+        if start < 0:
+            return None
+        body = tail[start + len("<python>") :]
+        end = body.find("</python>")
+        code = (body[:end] if end >= 0 else body).strip()
+        # Models often fence the code inside the tag; the fence is not Python.
+        code = re.sub(r"^```(?:python)?\s*\n|\n?```\s*$", "", code).strip()
+        return code + "\n" if code else None
+
+    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+        return f"<output>\n{observation(result, max_chars=max_chars)}\n</output>\n"
+
+    def final_answer(self, response: str, *, tool_outputs: int | None = None) -> str | None:
+        """The last <answer> of the model's text: its \\boxed{} content if it has one, else the
+        whole content."""
+        block = answer_block(self.model_text(response, tool_outputs=tool_outputs))
+        if block is None:
+            return None
+        boxed = last_boxed(block)
+        return boxed if boxed is not None else (block or None)

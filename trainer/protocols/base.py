@@ -1,0 +1,174 @@
+"""What every tool protocol shares: stop strings under a call budget, output wrapping with ToRL's
+truncation, and splitting a finished response into model text (trained on) and tool output
+(masked from the loss).
+
+A protocol object is stateless; the rollout loop keeps the text and the count of calls made.
+The convention for a generation that stopped at the tool marker: backends differ on whether the
+stop string is kept in the returned text (vLLM drops it, HF `stop_strings` keeps it), so
+`append_output` completes the marker when it is missing before appending the wrapped result.
+The marker itself is model text (the model generated it); everything the protocol appends after
+it is tool text.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from trainer.answers import last_boxed
+from trainer.trajectory import ToolExecution
+
+SegmentKind = Literal["model", "tool"]
+
+# ToRL (GAIR-NLP/ToRL, verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py, postproc_observation)
+# keeps outputs under 256 characters and otherwise the first and last 128 joined by "...".
+DEFAULT_MAX_OUTPUT_CHARS = 256
+
+# ToRL shows an empty output as a TimeoutError message, which misleads the model when the code
+# simply printed nothing; this marker says what happened and how to see a value.
+EMPTY_OUTPUT = "[no output: the code ran but printed nothing; print() the values you need]"
+
+# Shown when a failed execution left no traceback line to return. Each names an exception so
+# the "Error" test that ToRL uses to recognise failures also recognises these.
+STATUS_MESSAGES: dict[str, str] = {
+    "timeout": "TimeoutError: the code ran past the time limit",
+    "memory_exceeded": "MemoryError: the code ran past the memory limit",
+    "output_limit": "OutputLimitError: the code printed more than the output limit",
+    "killed": "KilledError: the code was stopped by the sandbox",
+    "error": "RuntimeError: the code failed without a message",
+}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of a response: `model` text is trained on, `tool` text is masked from the loss."""
+
+    kind: SegmentKind
+    text: str
+
+
+def truncate_output(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    """ToRL truncation: an output of max_chars or more keeps its first and last max_chars/2
+    characters joined by "..."; max_chars <= 0 keeps everything."""
+    if max_chars <= 0 or len(text) < max_chars:
+        return text
+    half = max_chars // 2
+    return text[:half] + "..." + text[-half:]
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def observation(result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    """The text the model sees for one execution, before the protocol's wrapper.
+
+    A failed execution shows only the last line of its traceback (ToRL); an empty output shows
+    EMPTY_OUTPUT; the result is then truncated ToRL's way. A plain string is treated as ToRL
+    treats the sandbox's text: it is a failure when it contains "Error".
+    """
+    if isinstance(result, ToolExecution):
+        text = result.output or ""
+        if not result.ok:
+            line = _last_line(text)
+            text = line if "Error" in line or "Exception" in line else STATUS_MESSAGES.get(result.status, "")
+            text = text or STATUS_MESSAGES["error"]
+    else:
+        text = result
+        if "Error" in text:
+            text = _last_line(text)
+    text = text.strip()
+    if not text:
+        text = EMPTY_OUTPUT
+    return truncate_output(text, max_chars)
+
+
+def output_failed(text: str) -> bool:
+    """Whether a wrapped tool output reports a failure (ToRL's test: the word "Error")."""
+    return "Error" in text
+
+
+class Protocol:
+    """Base of the tool protocols. Subclasses set the class attributes and the two regexes."""
+
+    name: ClassVar[str]
+    # The string generation stops at to run a tool; None for protocols whose calls are not executed.
+    stop_marker: ClassVar[str | None]
+    # Where the protocol's inserted tool text lies; group "tool" is the masked part.
+    tool_output_re: ClassVar[re.Pattern[str] | None]
+
+    def stop_strings(self, calls_made: int, budget: int | None) -> list[str]:
+        """Stop strings for the next generation: none once `budget` calls were made (ToRL: after
+        C calls the model is no longer stopped at the tool marker, so further code is not run).
+        A budget of None means no limit."""
+        if self.stop_marker is None:
+            return []
+        if budget is not None and calls_made >= budget:
+            return []
+        return [self.stop_marker]
+
+    def extract_call(self, text: str) -> str | None:
+        """The call to execute from text that just stopped at the tool marker, or None."""
+        raise NotImplementedError
+
+    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+        """The text appended after the stop marker for one execution."""
+        raise NotImplementedError
+
+    def append_output(
+        self, text: str, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    ) -> str:
+        """`text` (stopped at the marker, with or without it) followed by the wrapped result."""
+        if self.stop_marker is None:
+            raise ValueError(f"protocol {self.name!r} does not execute calls")
+        if not text.endswith(self.stop_marker):
+            text += self.stop_marker
+        return text + self.wrap_output(result, max_chars=max_chars)
+
+    def tool_spans(self, response: str, *, tool_outputs: int | None = None) -> list[tuple[int, int]]:
+        """(start, end) of each inserted tool output, in order. `tool_outputs` caps how many
+        blocks are real: after the budget a model may write an output block itself, and that
+        text is the model's (a Completion knows its executions; text alone does not)."""
+        if self.tool_output_re is None:
+            return []
+        spans = [m.span("tool") for m in self.tool_output_re.finditer(response)]
+        return spans if tool_outputs is None else spans[: max(tool_outputs, 0)]
+
+    def segments(self, response: str, *, tool_outputs: int | None = None) -> list[Segment]:
+        """The response as alternating model / tool runs (empty runs left out)."""
+        result: list[Segment] = []
+        pos = 0
+        for start, end in self.tool_spans(response, tool_outputs=tool_outputs):
+            if start > pos:
+                result.append(Segment("model", response[pos:start]))
+            result.append(Segment("tool", response[start:end]))
+            pos = end
+        if pos < len(response):
+            result.append(Segment("model", response[pos:]))
+        return result
+
+    def model_text(self, response: str, *, tool_outputs: int | None = None) -> str:
+        """The response without its tool outputs: what the model wrote."""
+        return "".join(s.text for s in self.segments(response, tool_outputs=tool_outputs) if s.kind == "model")
+
+    def tool_texts(self, response: str, *, tool_outputs: int | None = None) -> list[str]:
+        """Each inserted tool output, as the model saw it."""
+        return [response[a:b] for a, b in self.tool_spans(response, tool_outputs=tool_outputs)]
+
+    def count_tool_calls(self, response: str) -> int:
+        """Calls the response made: for executing protocols, the outputs inserted."""
+        return len(self.tool_spans(response))
+
+    def final_answer(self, response: str, *, tool_outputs: int | None = None) -> str | None:
+        """The model's final answer: the last \\boxed{} of the model's own text, never of tool output."""
+        return last_boxed(self.model_text(response, tool_outputs=tool_outputs))
+
+    def _after_last_output(self, text: str) -> str:
+        """The text generated since the last tool output: where the next call must be."""
+        spans = self.tool_spans(text)
+        return text[spans[-1][1] :] if spans else text
+
+    def _strip_marker(self, text: str) -> str:
+        if self.stop_marker and text.endswith(self.stop_marker):
+            return text[: -len(self.stop_marker)]
+        return text

@@ -1,0 +1,59 @@
+"""python_markdown (ToRL, ZeroTIR, OTC): ```python blocks, executed when generation stops at ```output.
+
+The appended result is "```output\\n{result}\\n```\\n" (ToRL's OBS_START / OBS_END); "```output" is
+the stop string, so it is model text and only "\\n{result}\\n```\\n" is masked, as ToRL's mask_info
+does (GAIR-NLP/ToRL, verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py).
+"""
+
+import re
+from typing import ClassVar
+
+from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation
+from trainer.trajectory import ToolExecution
+
+OUTPUT_MARKER = "```output"
+
+
+def extract_program(text: str) -> str | None:
+    """ToRL's extract_program(last_only=True): the last ```python block, line by line.
+
+    A block opens on a line starting or ending with ```python and closes on the next line
+    starting with ```; if the last block never closed the code is incomplete and nothing runs.
+    """
+    program = ""
+    open_block = False
+    for line in text.split("\n"):
+        if line.startswith("```python") or line.endswith("```python"):
+            program = ""
+            open_block = True
+        elif line.startswith("```"):
+            open_block = False
+        elif open_block:
+            program += line + "\n"
+    if open_block or not program.strip():
+        return None
+    return program
+
+
+class PythonMarkdown(Protocol):
+    name: ClassVar[str] = "python_markdown"
+    stop_marker: ClassVar[str | None] = OUTPUT_MARKER
+    # Group "tool": what follows the marker up to the closing fence and its newline.
+    tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(r"```output(?P<tool>\n.*?\n```(?:\n|$))", re.DOTALL)
+
+    def extract_call(self, text: str) -> str | None:
+        # ToRL runs extract_program on the current round's generation only: a block written
+        # before an earlier output has already run and must not run again.
+        return extract_program(self._strip_marker(self._after_last_output(text)))
+
+    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+        return f"{OUTPUT_MARKER}\n{observation(result, max_chars=max_chars)}\n```\n"
+
+    def append_output(
+        self, text: str, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    ) -> str:
+        # The wrapper starts with the marker itself; ToRL also puts the marker on its own line.
+        text = self._strip_marker(text)
+        if not text.endswith("\n"):
+            text += "\n"
+        return text + self.wrap_output(result, max_chars=max_chars)

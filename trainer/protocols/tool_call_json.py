@@ -1,0 +1,85 @@
+"""tool_call_json (ToolRL, Nemotron-Tool-N1): <think>...</think>, then <tool_call>...</tool_call>
+holding JSON calls and/or <response>...</response>. Single step: calls are scored, not executed.
+
+Two call layouts exist, and each paper parses its own:
+- ToolRL (qiancheng0/ToolRL, verl/utils/reward_score/rlla.py): the first <tool_call> block,
+  stripped, one JSON object per line ({"name": ..., "parameters": {...}}).
+- Tool-N1 (NVlabs/Tool-N1, verl/verl/utils/reward_score/toolcall.py): the last <tool_call> block
+  as one JSON value, a list of {"name": ..., "arguments": {...}} or a single object.
+"""
+
+import json
+import re
+from typing import Any, ClassVar, Literal
+
+from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol
+from trainer.trajectory import ToolExecution
+
+CallStyle = Literal["lines", "list"]
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+_RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL)
+
+
+def parse_calls_lines(text: str) -> list[Any] | None:
+    """ToolRL: the first <tool_call> block, one JSON value per line; None when the block is
+    missing or any line fails to parse (ToolRL then gives the minimum correctness reward)."""
+    if "<tool_call>" not in text or "</tool_call>" not in text:
+        return None
+    block = text.split("<tool_call>")[1].split("</tool_call>")[0].strip()
+    try:
+        return [json.loads(line) for line in block.split("\n")]
+    except (json.JSONDecodeError, ValueError):
+        return None
+
+
+def parse_calls_list(text: str) -> list[Any] | None:
+    """Tool-N1: the last <tool_call> block as one JSON value; an object becomes a one-call list.
+    None when there is no block or it does not parse to a list or object."""
+    blocks = _TOOL_CALL.findall(text)
+    if not blocks:
+        return None
+    try:
+        value = json.loads(blocks[-1].strip())
+    except (json.JSONDecodeError, ValueError):
+        return None
+    if isinstance(value, str):
+        # Tool-N1 parses once more when the block held a JSON string of JSON.
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, ValueError):
+            return None
+    if isinstance(value, dict):
+        return [value]
+    return value if isinstance(value, list) else None
+
+
+class ToolCallJson(Protocol):
+    name: ClassVar[str] = "tool_call_json"
+    stop_marker: ClassVar[str | None] = None
+    tool_output_re: ClassVar[re.Pattern[str] | None] = None
+
+    def parse_calls(self, text: str, *, style: CallStyle = "lines") -> list[Any] | None:
+        """The calls in `text`: `lines` is ToolRL's layout, `list` Tool-N1's; None if malformed."""
+        return parse_calls_lines(text) if style == "lines" else parse_calls_list(text)
+
+    def extract_call(self, text: str) -> str | None:
+        """The raw content of the last <tool_call> block (what a caller would execute)."""
+        blocks = _TOOL_CALL.findall(text)
+        return blocks[-1].strip() if blocks else None
+
+    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+        raise ValueError("tool_call_json calls are scored, not executed: there is no output to wrap")
+
+    def count_tool_calls(self, response: str) -> int:
+        """Calls in the last <tool_call> block, whichever layout parses; 0 when none does."""
+        for style in ("list", "lines"):
+            calls = self.parse_calls(response, style=style)  # type: ignore[arg-type]
+            if calls is not None:
+                return len(calls)
+        return 0
+
+    def final_answer(self, response: str, *, tool_outputs: int | None = None) -> str | None:
+        """The content of the last <response> block: the reply to the user."""
+        blocks = _RESPONSE.findall(response)
+        return blocks[-1].strip() if blocks else None
