@@ -463,8 +463,22 @@ def _verl_example(record: dict[str, Any], where: _Where) -> Example:
         prompt=prompt,
         ground_truth=ground_truth,
         data_source=_text(record, "data_source", where),
+        tools=_verl_tools(record, where),
         extra_info=_extra_info(record, where),
     )
+
+
+def _verl_tools(record: dict[str, Any], where: _Where) -> list[dict] | None:
+    """An optional 'tools' column: function-calling data in verl parquet keeps its tool schemas
+    there, as objects or as a JSON string, so a prompt template can list them."""
+    if record.get("tools") is None:
+        return None
+    tools = _json_or_value(record, "tools", where)
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        raise _type_error("tools", "a list of objects", tools, where)
+    for index, tool in enumerate(tools, start=1):
+        _tool_name(tool, index, where)
+    return tools
 
 
 def _chat_messages(value: Any, name: str, where: _Where) -> list[dict[str, str]]:

@@ -661,3 +661,17 @@ def test_toolrl_release_shape_keeps_text_ground_truth_and_extra_info(tmp_path: P
     assert (example.id, example.ground_truth, example.data_source) == ("4", truth, "rlla")
     assert example.extra_info == {"index": 4, "split": "train"}
     assert example.prompt[1] == {"role": "user", "content": "Weather in Paris?"}
+
+
+def test_verl_tools_column_is_carried(tmp_path: Path) -> None:
+    table = verl_table(2).append_column("tools", pa.array([json.dumps([WEATHER_TOOL]), None]))
+    first, second = load_examples(write_parquet(tmp_path / "fc.parquet", table))
+    assert first.tools == [WEATHER_TOOL]
+    assert second.tools is None
+
+
+def test_verl_tools_column_must_hold_named_tools(tmp_path: Path) -> None:
+    table = verl_table(1).append_column("tools", pa.array([json.dumps([{"description": "no name"}])]))
+    err = error_for(write_parquet(tmp_path / "fc.parquet", table))
+    assert (err.row, err.field) == (0, "tools")
+    assert "tool 1 has no string 'name'" in str(err)
