@@ -71,14 +71,17 @@ def response_length(completion: Completion) -> int:
 
     ``Completion.response_tokens`` (counted by the rollout's tokenizer over the model's own tokens)
     is used when given. Otherwise the length is the number of characters of the protocol's model
-    text, tool outputs removed: a character count is exact for the character-level quickstart
+    text (``model_text``), tool outputs removed: a character count is exact for the character-level quickstart
     model and a tokenizer-free proxy for any other.
     """
     if completion.response_tokens is not None:
         return completion.response_tokens
     from trainer.protocols import get_protocol
 
-    return len(get_protocol(completion.protocol).model_text(completion.text))
+    # With executions recorded, only that many output blocks are real tool output: a block the model
+    # wrote itself after the call budget is its own text and counts towards its length.
+    real_outputs = len(completion.executions) if completion.executions else None
+    return len(get_protocol(completion.protocol).model_text(completion.text, tool_outputs=real_outputs))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

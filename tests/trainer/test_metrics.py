@@ -97,7 +97,7 @@ def test_pairs_without_executions_count_calls_from_the_protocol(monkeypatch: pyt
 
 
 def test_length_without_token_count_is_model_text_characters(monkeypatch: pytest.MonkeyPatch) -> None:
-    protocol = types.SimpleNamespace(model_text=lambda text: text.split("```output")[0])
+    protocol = types.SimpleNamespace(model_text=lambda text, tool_outputs=None: text.split("```output")[0])
     fake = types.ModuleType("trainer.protocols")
     fake.get_protocol = lambda name: protocol  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "trainer.protocols", fake)
@@ -112,6 +112,13 @@ def test_real_protocol_counts_python_blocks() -> None:
     text = "Let me compute.\n```python\nprint(6 * 7)\n```\n```output\n42\n```\nSo \\boxed{42}."
     assert tool_call_count(Completion(text=text)) == 1
     assert tool_call_count(Completion(text="\\boxed{42}")) == 0
+    # The inserted tool output is not the model's; the protocol decides where it starts.
+    (tool_output,) = protocols.get_protocol("python_markdown").tool_texts(text)
+    assert "42" in tool_output
+    assert response_length(Completion(text=text)) == len(text) - len(tool_output)
+    # After the call budget, an output block the model wrote itself is its own text.
+    mimicked = text + "\n```python\nprint(1)\n```\n```output\n1\n```\n"
+    assert response_length(Completion(text=mimicked, executions=execs("ok"))) == len(mimicked) - len(tool_output)
 
 
 def test_empty_step_has_no_metrics() -> None:
