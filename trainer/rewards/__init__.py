@@ -1,5 +1,18 @@
-"""Rewards for tool-integrated reasoning: names, descriptions and parameter validation."""
+"""Rewards for tool-integrated reasoning: names, parameter validation, and scoring.
 
+    score_group("torl", [text_or_completion, ...], "42", params={...}, step=3)
+        -> [RewardResult(total, components, correct, details), ...]
+
+A completion is the full response text (read with the reward's own protocol) or a
+trajectory.Completion, which also carries its protocol, execution statuses and truncation.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+# Importing the reward modules registers them.
+from trainer.rewards import artist, otc, retool, tool_n1, toolrl, torl, weighted, zerotir  # noqa: F401
+from trainer.rewards.base import RewardContext, RewardState, as_response, register_reward, registered
 from trainer.rewards.params import (
     REWARD_DESCRIPTIONS,
     REWARD_NAMES,
@@ -9,13 +22,71 @@ from trainer.rewards.params import (
     reward_params_schema,
     validate_reward_params,
 )
+from trainer.trajectory import Completion, RewardResult
+
+_DEFAULT_STATE = RewardState()
+
+
+def default_reward_state() -> RewardState:
+    """The state used when score_group is given none (one per process; pass your own to
+    checkpoint it, or restore one with RewardState.from_dict)."""
+    return _DEFAULT_STATE
+
+
+def score_group(
+    name: str,
+    completions: Sequence[str | Completion],
+    ground_truth: Any,
+    *,
+    params: dict[str, Any] | None = None,
+    step: int = 0,
+    prompt_id: str | None = None,
+    state: RewardState | None = None,
+) -> list[RewardResult]:
+    """Score the GRPO group of completions for one prompt with reward `name`.
+
+    `params` are validated (RewardParamsError on bad input) and completed with defaults; `step`
+    drives ToolRL's schedules; `prompt_id` and `state` key OTC-GRPO's global minimum.
+    """
+    validated = validate_reward_params(name, params)
+    reward = registered(name)
+    responses = [as_response(c, reward.protocol) for c in completions]
+    if not responses:
+        return []
+    ctx = RewardContext(
+        params=validated,
+        step=step,
+        prompt_id=None if prompt_id is None else str(prompt_id),
+        state=_DEFAULT_STATE if state is None else state,
+    )
+    return reward.func(responses, ground_truth, ctx)
+
+
+def score(
+    name: str,
+    completion: str | Completion,
+    ground_truth: Any,
+    *,
+    params: dict[str, Any] | None = None,
+    step: int = 0,
+    prompt_id: str | None = None,
+    state: RewardState | None = None,
+) -> RewardResult:
+    """Score one completion (a group of one: for OTC-GRPO it is then its own optimum)."""
+    return score_group(name, [completion], ground_truth, params=params, step=step, prompt_id=prompt_id, state=state)[0]
+
 
 __all__ = [
     "REWARD_DESCRIPTIONS",
     "REWARD_NAMES",
     "RewardParamsError",
+    "RewardState",
+    "default_reward_state",
+    "register_reward",
     "reward_defaults",
     "reward_params_model",
     "reward_params_schema",
+    "score",
+    "score_group",
     "validate_reward_params",
 ]

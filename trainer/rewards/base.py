@@ -1,0 +1,148 @@
+"""The reward registry, the view of a completion that rewards read, and the state kept across steps.
+
+A reward is a function scoring a whole GRPO group (OTC-GRPO needs the group; the others score
+each completion alone through `per_completion`). Rewards register by name, verl style:
+
+    @register_reward("torl")
+    def torl(group: list[Response], ground_truth, ctx: RewardContext) -> list[RewardResult]: ...
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainer.protocols import Protocol, get_protocol, output_failed
+from trainer.trajectory import Completion, RewardResult, ToolExecution
+
+
+@dataclass
+class RewardState:
+    """What a reward remembers across steps, serialisable for checkpoints.
+
+    `min_tool_calls` is OTC-GRPO's global minimum: the fewest tool calls that ever solved each
+    prompt, keyed by prompt id.
+    """
+
+    min_tool_calls: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_tool_calls": dict(self.min_tool_calls)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "RewardState":
+        data = data or {}
+        return cls(min_tool_calls={str(k): int(v) for k, v in (data.get("min_tool_calls") or {}).items()})
+
+
+@dataclass(frozen=True)
+class RewardContext:
+    """Everything a reward needs besides the completions: validated params and where training is."""
+
+    params: dict[str, Any]
+    step: int = 0
+    prompt_id: str | None = None
+    state: RewardState = field(default_factory=RewardState)
+
+
+@dataclass(frozen=True)
+class Response:
+    """One completion as rewards see it: the text, its protocol, and what only a structured
+    trajectory knows (execution statuses, truncation). From plain text those are inferred."""
+
+    text: str
+    protocol: Protocol
+    executions: tuple[ToolExecution, ...] | None = None
+    truncated: bool = False
+
+    @property
+    def tool_outputs(self) -> int | None:
+        return None if self.executions is None else len(self.executions)
+
+    @property
+    def model_text(self) -> str:
+        return self.protocol.model_text(self.text, tool_outputs=self.tool_outputs)
+
+    @property
+    def tool_calls(self) -> int:
+        if self.executions is not None:
+            return len(self.executions)
+        return self.protocol.count_tool_calls(self.text)
+
+    @property
+    def call_failures(self) -> list[bool]:
+        """Per executed call, whether it failed: from statuses when known, else from the output text."""
+        if self.executions is not None:
+            return [not e.ok for e in self.executions]
+        return [output_failed(t) for t in self.protocol.tool_texts(self.text)]
+
+    @property
+    def final_answer(self) -> str | None:
+        return self.protocol.final_answer(self.text, tool_outputs=self.tool_outputs)
+
+
+def as_response(completion: "str | Completion | Response", default_protocol: str) -> Response:
+    """A completion given as text (read with the reward's own protocol) or as a Completion."""
+    if isinstance(completion, Response):
+        return completion
+    if isinstance(completion, Completion):
+        # A Completion built from text alone has no executions; its tool outputs are then read
+        # from the text rather than taken to be none.
+        return Response(
+            text=completion.text,
+            protocol=get_protocol(completion.protocol),
+            executions=tuple(completion.executions) or None,
+            truncated=completion.truncated,
+        )
+    if isinstance(completion, str):
+        return Response(text=completion, protocol=get_protocol(default_protocol))
+    raise TypeError(f"a completion is a str or a Completion, not {type(completion).__name__}")
+
+
+GroupReward = Callable[[list[Response], Any, RewardContext], list[RewardResult]]
+
+
+@dataclass(frozen=True)
+class RegisteredReward:
+    name: str
+    func: GroupReward
+    protocol: str  # how a plain-text completion is read
+
+
+_REGISTRY: dict[str, RegisteredReward] = {}
+
+
+def register_reward(name: str, *, protocol: str = "python_markdown") -> Callable[[GroupReward], GroupReward]:
+    """Register a group reward under `name` (which must have a parameter model in params.py)."""
+    from trainer.rewards.params import REWARD_NAMES
+
+    if name not in REWARD_NAMES:
+        raise ValueError(f"reward {name!r} has no parameter model; add it to trainer/rewards/params.py")
+
+    def decorator(func: GroupReward) -> GroupReward:
+        if name in _REGISTRY:
+            raise ValueError(f"reward {name!r} is already registered")
+        _REGISTRY[name] = RegisteredReward(name=name, func=func, protocol=protocol)
+        return func
+
+    return decorator
+
+
+def registered(name: str) -> RegisteredReward:
+    return _REGISTRY[name]
+
+
+def registered_names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def per_completion(
+    score_one: Callable[[Response, Any, RewardContext], RewardResult],
+) -> GroupReward:
+    """A group reward that scores each completion on its own."""
+
+    def group(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> list[RewardResult]:
+        return [score_one(r, ground_truth, ctx) for r in responses]
+
+    group.__name__ = score_one.__name__
+    group.__doc__ = score_one.__doc__
+    return group

@@ -1,0 +1,166 @@
+"""ToolRL: R = R_format + R_correct, as qiancheng0/ToolRL verl/utils/reward_score/rlla.py computes it.
+
+R_format is the format maximum when the response has exactly the shape the ground truth calls
+for (ToolRL's regexes, each tag once), else the format minimum. R_correct is 0 when the ground
+truth has no call; the minimum when the response's calls do not parse; otherwise
+(max - min) * S / S_max + min, with the exact-match shortcut to the maximum.
+
+Bounds (format, correctness) by `schedule`, at step t, exactly as rlla.py derives them from its
+defaults (format 1/0, correctness 3/-3):
+- constant:          format [0, 1], correctness [-3, 3]
+- scheduled:         format max max(1, 2 - t/150), min min(-1, -2 + 2t/150);
+                     correctness max min(3, 2 + t/150), min max(-3, -2 - t/150)
+- max1_step30_max3:  correctness +-1 before step 30, +-3 from it; format bounds halved from step 30
+"""
+
+import re
+from collections import Counter
+from typing import Any
+
+from trainer.protocols.tool_call_json import parse_calls_lines
+from trainer.rewards.base import Response, RewardContext, register_reward
+from trainer.trajectory import RewardResult
+
+FORMAT_MAX, FORMAT_MIN = 1.0, 0.0
+CORRECT_MAX, CORRECT_MIN = 3.0, -3.0
+
+# rlla.py's four shapes; re.search with DOTALL, anchored, so ".*?" may span anything.
+_SHAPES = {
+    (False, True): r"^<think>.*?</think>\n<response>.*?</response>$",
+    (True, False): r"^<think>.*?</think>\n<tool_call>\n.*?\n</tool_call>$",
+    (True, True): r"^<think>.*?</think>\n<tool_call>\n.*?\n</tool_call>\n<response>.*?</response>$",
+    (False, False): r"^<think>.*?</think>$",
+}
+
+
+def bounds(schedule: str, step: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((format_min, format_max), (correct_min, correct_max)) at `step`."""
+    f_max, f_min, c_max, c_min = FORMAT_MAX, FORMAT_MIN, CORRECT_MAX, CORRECT_MIN
+    if schedule == "max1_step30_max3":
+        if step >= 30:
+            f_max, f_min = f_max / 2, f_min / 2
+        else:
+            c_max, c_min = c_max / 3, c_min / 3
+    elif schedule == "scheduled":
+        f_max = max(1.0, 2 - (2 - f_max) * step / 150)
+        f_min = min(-1.0, -2 + (2 + f_min) * step / 150)
+        c_max = min(3.0, (c_max - 2) * step / 150 + 2)
+        c_min = max(-3.0, (c_min + 2) * step / 150 - 2)
+    return (f_min, f_max), (c_min, c_max)
+
+
+def match_score(a: list[Any], b: list[Any]) -> float:
+    """1 for equal lists, 0 if either is empty, else |A ∩ B| / (|A| + |B| - |A ∩ B|) as multisets."""
+    if a == b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    ca, cb = Counter(a), Counter(b)
+    inter = sum(min(ca[k], cb[k]) for k in ca.keys() & cb.keys())
+    union = len(a) + len(b) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def calls_score(gt_calls: list[dict[str, Any]], pred_calls: list[Any]) -> tuple[float, float]:
+    """(S, S_max) of rlla.py's compute_tool_call_reward. Raises on a malformed predicted call
+    (not an object, no name or parameters) as rlla.py does, which the caller scores as the minimum."""
+    score = match_score([c["name"] for c in gt_calls], [c["name"] for c in pred_calls])
+    s_max = 1.0
+    used: set[int] = set()
+    for gt in gt_calls:
+        gt_params = gt["parameters"]
+        s_max += 1.0 + len(gt_params)
+        best_score, best_index = 0.0, -1
+        for i, pred in enumerate(pred_calls):
+            if i in used or pred["name"] != gt["name"]:
+                continue
+            pred_params = pred["parameters"]
+            value = match_score(list(gt_params.keys()), list(pred_params.keys()))
+            value += sum(1.0 for k, v in gt_params.items() if k in pred_params and pred_params[k] == v)
+            if value > best_score:
+                best_score, best_index = value, i
+        if best_index >= 0:
+            used.add(best_index)
+            score += best_score
+    return score, s_max
+
+
+def parse_ground_truth(ground_truth: Any) -> tuple[list[dict[str, Any]], bool, bool]:
+    """(calls, has_tool_call, has_response) from ToolRL's text form or a list of calls.
+
+    A list means the answer is those calls (shape think + tool_call), or, when empty, a plain
+    reply (shape think + response), which is how ToolRL's data writes a no-call answer.
+    """
+    if isinstance(ground_truth, str):
+        has_call, has_response = "<tool_call>" in ground_truth, "<response>" in ground_truth
+        if not has_call:
+            return [], False, has_response
+        calls = parse_calls_lines(ground_truth)
+        if calls is None or not all(isinstance(c, dict) and "name" in c for c in calls):
+            raise ValueError("ToolRL ground truth: the <tool_call> block must hold one JSON call per line")
+        return [_with_parameters(c) for c in calls], True, has_response
+    if isinstance(ground_truth, list):
+        if not all(isinstance(c, dict) and "name" in c for c in ground_truth):
+            raise ValueError("ToolRL ground truth: each call must be an object with a name")
+        calls = [_with_parameters(c) for c in ground_truth]
+        return calls, bool(calls), not calls
+    raise ValueError(f"ToolRL ground truth must be text or a list of calls, not {type(ground_truth).__name__}")
+
+
+def _with_parameters(call: dict[str, Any]) -> dict[str, Any]:
+    # Ground truths written for Tool-N1 name the arguments "arguments"; ToolRL's are "parameters".
+    call = dict(call)
+    if "parameters" not in call and "arguments" in call:
+        call["parameters"] = call.pop("arguments")
+    call.setdefault("parameters", {})
+    return call
+
+
+def format_ok(response: str, has_call: bool, has_response: bool) -> bool:
+    """Whether the response has exactly the ground truth's shape, each of its tags once."""
+    if not re.search(_SHAPES[(has_call, has_response)], response, re.DOTALL):
+        return False
+    tags = (["<tool_call>", "</tool_call>"] if has_call else []) + (
+        ["<response>", "</response>"] if has_response else []
+    )
+    return all(response.count(tag) == 1 for tag in tags)
+
+
+@register_reward("toolrl", protocol="tool_call_json")
+def toolrl(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> list[RewardResult]:
+    (f_min, f_max), (c_min, c_max) = bounds(ctx.params["schedule"], ctx.step)
+    gt_calls, has_call, has_response = parse_ground_truth(ground_truth)
+    results = []
+    for r in responses:
+        # rlla.py scores the assistant text stripped of the chat template and surrounding space.
+        text = r.text.strip()
+        fmt = format_ok(text, has_call, has_response)
+        details: dict[str, Any] = {}
+        if not has_call:
+            correctness = 0.0
+            exact = False
+        else:
+            pred = parse_calls_lines(text)
+            exact = pred == gt_calls
+            if pred is None:
+                correctness = c_min
+            elif exact:
+                correctness = c_max
+            else:
+                try:
+                    s, s_max = calls_score(gt_calls, pred)
+                except (KeyError, TypeError, AttributeError):
+                    correctness = c_min  # rlla.py's bare except around a malformed call
+                else:
+                    correctness = (c_max - c_min) * s / s_max + c_min
+                    details.update(score=s, max_score=s_max)
+        format_reward = f_max if fmt else f_min
+        results.append(
+            RewardResult(
+                total=format_reward + correctness,
+                components={"format": format_reward, "correctness": correctness},
+                correct=exact if has_call else fmt,
+                details=details,
+            )
+        )
+    return results
