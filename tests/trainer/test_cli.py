@@ -1,0 +1,117 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trainer", *args],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def right(tmp_path: Path) -> Path:
+    path = tmp_path / "right.txt"
+    path.write_text("```python\nprint(6 * 7)\n```\n```output\n42\n```\nThe answer is \\boxed{42}.", encoding="utf-8")
+    return path
+
+
+def scored(result: subprocess.CompletedProcess[str]) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_prints_total_and_components_as_json(right: Path) -> None:
+    report = scored(run("rewards", "torl", "--completion", str(right), "--ground-truth", "42"))
+    assert report["reward"] == "torl"
+    assert report["total"] == 1.0
+    assert report["correct"] is True
+    assert isinstance(report["components"], dict)
+
+
+def test_wrong_answer(right: Path) -> None:
+    report = scored(run("rewards", "torl", "--completion", str(right), "--ground-truth", "41"))
+    assert report["total"] == -1.0
+    assert report["correct"] is False
+
+
+def test_completion_from_stdin_and_params() -> None:
+    text = "<code>\n```python\nprint(1)\n```\n</code>\n<interpreter>1</interpreter>\n<answer>\\boxed{7}</answer>"
+    result = run(
+        "rewards", "retool", "--completion", "-", "--ground-truth", "8",
+        "--protocol", "retool", "--params", '{"turn_shaping": true}',
+        stdin=text,
+    )
+    # A wrong answer after one tool call: min(-0.6, -1 + 0.1 * 1) = -0.9 (verl ReTool recipe).
+    assert scored(result)["total"] == pytest.approx(-0.9)
+    # Without --protocol, text is read with the reward's own protocol (retool's tags here).
+    result = run("rewards", "retool", "--completion", "-", "--ground-truth", "7", stdin=text)
+    assert scored(result)["total"] == 1.0
+
+
+def test_structured_completion_carries_tool_statuses(tmp_path: Path) -> None:
+    path = tmp_path / "trajectory.json"
+    text = "```python\n1/0\n```\n```output\nZeroDivisionError: division by zero\n```\n\\boxed{3}"
+    path.write_text(
+        json.dumps({"text": text, "executions": [{"call": "1/0", "status": "error", "output": "ZeroDivisionError"}]}),
+        encoding="utf-8",
+    )
+    args = ("rewards", "torl", "--completion", str(path), "--ground-truth", "3")
+    assert scored(run(*args))["total"] == 1.0
+    # ToRL's option: 0.5 off when the last executed call failed.
+    assert scored(run(*args, "--params", '{"exec_error_penalty": 0.5}'))["total"] == pytest.approx(0.5)
+
+
+def test_tool_call_ground_truth_as_json_list(tmp_path: Path) -> None:
+    path = tmp_path / "calls.txt"
+    path.write_text(
+        '<think>weather</think>\n<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>',
+        encoding="utf-8",
+    )
+    truth = json.dumps([{"name": "get_weather", "arguments": {"city": "Paris"}}])
+    args = ("rewards", "tool_n1", "--completion", str(path), "--protocol", "tool_call_json")
+    assert scored(run(*args, "--ground-truth", truth))["total"] == 1.0
+    other = json.dumps([{"name": "get_weather", "arguments": {"city": "Rome"}}])
+    assert scored(run(*args, "--ground-truth", other))["total"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("rewards", "nope"), "unknown reward 'nope'"),
+        (("rewards", "torl", "--params", '{"exec_error_penalty": -1}'), "params.exec_error_penalty"),
+        (("rewards", "torl", "--params", '{"nope": 1}'), "params.nope"),
+        (("rewards", "torl", "--params", "{"), "--params is not valid JSON"),
+        (("rewards", "torl", "--params", "[1]"), "--params must be a JSON object"),
+        (("rewards", "torl", "--step", "x"), "invalid int value"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(right: Path, extra: tuple[str, ...], message: str) -> None:
+    command, name, *rest = extra
+    result = run(command, name, "--completion", str(right), "--ground-truth", "42", *rest)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "usage: python -m trainer rewards" in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_completion_file_exits_2(tmp_path: Path) -> None:
+    result = run("rewards", "torl", "--completion", str(tmp_path / "none.txt"), "--ground-truth", "1")
+    assert result.returncode == 2
+    assert "cannot read --completion" in result.stderr
+
+
+def test_a_command_is_required() -> None:
+    result = run()
+    assert result.returncode == 2
+    assert "required: command" in result.stderr
