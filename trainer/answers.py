@@ -5,6 +5,7 @@ raises or runs past its time limit makes the answer count as wrong: a reward mus
 training step because a model wrote pathological LaTeX.
 """
 
+import logging
 import math
 import re
 import threading
@@ -16,6 +17,18 @@ from math_verify import parse, verify
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 5.0
+
+
+class _OwnTimeoutFilter(logging.Filter):
+    """Drops math-verify's "Timeout is disabled" warning: off the main thread we disable its
+    SIGALRM timeouts on purpose and bound the call ourselves (_bounded)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Timeout is disabled" not in record.getMessage()
+
+
+for _name in ("math_verify.parser", "math_verify.grader"):
+    logging.getLogger(_name).addFilter(_OwnTimeoutFilter())
 
 # \boxed and \fbox are the two wrappers MATH-style answers use; longer names first so that the
 # regex alternation never stops inside a longer command name.
