@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer.data import Example
-
-PROTOCOLS = ("python_markdown", "retool", "artist", "tool_call_json")
+from trainer.protocols import PROTOCOL_NAMES
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,7 @@ def apply_template(example: Example, protocol: str, template: str | None = None)
     """
     if template is None:
         if protocol not in DEFAULT_TEMPLATES:
-            raise PromptTemplateError(f"unknown protocol '{protocol}'; expected one of {', '.join(PROTOCOLS)}")
+            raise PromptTemplateError(f"unknown protocol '{protocol}'; expected one of {', '.join(PROTOCOL_NAMES)}")
         if any(message["role"] == "system" for message in example.prompt):
             return [dict(message) for message in example.prompt]
         spec = TEMPLATES[DEFAULT_TEMPLATES[protocol]]
