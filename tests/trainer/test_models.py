@@ -1,0 +1,54 @@
+import torch
+
+from trainer.models import CharTokenizer, build_tiny_model
+
+
+def test_tokenizer_round_trips_printable_ascii_and_newlines() -> None:
+    tokenizer = CharTokenizer()
+    text = "What is 12 * 3?\n```python\nprint(12 * 3)\n```\n```output\n36\n```\n\\boxed{36}"
+    ids = tokenizer.encode(text)
+    assert len(ids) == len(text)  # one token per character, no special tokens added
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.vocab_size == len(tokenizer) == 100
+    assert (tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id) == (0, 1, 2)
+
+
+def test_tokenizer_maps_unknown_characters_to_unk_and_skips_specials_on_request() -> None:
+    tokenizer = CharTokenizer()
+    assert tokenizer.encode("é") == [tokenizer.unk_token_id]
+    ids = tokenizer.encode("7") + [tokenizer.eos_token_id]
+    assert tokenizer.decode(ids) == "7<|eos|>"
+    assert tokenizer.decode(ids, skip_special_tokens=True) == "7"
+
+
+def test_tokenizer_pads_batches_and_renders_the_chat_template() -> None:
+    tokenizer = CharTokenizer()
+    tokenizer.padding_side = "left"
+    batch = tokenizer(["ab", "abcd"], padding=True, return_tensors="pt")
+    assert batch["input_ids"][0].tolist()[:2] == [tokenizer.pad_token_id] * 2
+    assert batch["attention_mask"].tolist() == [[0, 0, 1, 1], [1, 1, 1, 1]]
+    messages = [{"role": "user", "content": "What is 1 + 2?"}]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert text == "<|bos|>user: What is 1 + 2?\nassistant: "
+    assert tokenizer.encode(text)[0] == tokenizer.bos_token_id
+
+
+def test_tokenizer_saves_and_loads(tmp_path) -> None:
+    tokenizer = CharTokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    loaded = CharTokenizer.from_pretrained(tmp_path)
+    assert loaded.get_vocab() == tokenizer.get_vocab()
+    assert loaded.chat_template == tokenizer.chat_template
+    assert loaded.encode("x = 1\n") == tokenizer.encode("x = 1\n")
+
+
+def test_tiny_model_size_and_determinism() -> None:
+    model, tokenizer = build_tiny_model(seed=3)
+    again, _ = build_tiny_model(seed=3)
+    parameters = sum(p.numel() for p in model.parameters())
+    assert 700_000 < parameters < 900_000
+    assert model.config.num_hidden_layers == 4 and model.config.max_position_embeddings >= 512
+    for a, b in zip(model.parameters(), again.parameters(), strict=True):
+        assert torch.equal(a, b)
+    logits = model(torch.tensor([tokenizer.encode("1 + 1")])).logits
+    assert logits.shape == (1, 5, tokenizer.vocab_size)

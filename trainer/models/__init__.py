@@ -1,0 +1,11 @@
+"""Policy models: the project's tiny character-level model and loading of Hugging Face models."""
+
+from trainer.models.tiny import (
+    CHAT_TEMPLATE,
+    TINY_PROMPT_TEMPLATE,
+    CharTokenizer,
+    build_tiny_model,
+    tiny_config,
+)
+
+__all__ = ["CHAT_TEMPLATE", "TINY_PROMPT_TEMPLATE", "CharTokenizer", "build_tiny_model", "tiny_config"]
