@@ -568,12 +568,16 @@ class Zygote:
                 if key.data == "requests":
                     self.on_request_bytes()
                     continue
+                # Resolve by the current tables, not key.data: an earlier event of this batch may
+                # have closed this fd and a new execution reused its number.
                 ex = self.by_fd.get(fd)
                 if ex is None:
                     continue
-                if key.data == "pidfd":
+                if fd == ex.pidfd:
                     self.on_exit(ex)
-                elif ex.fds.get(fd) == "st":
+                elif fd not in ex.fds:
+                    continue
+                elif ex.fds[fd] == "st":
                     self.read_pipe(fd, ex)
                     self.on_status(ex)
                 else:
