@@ -1,0 +1,171 @@
+"""The GRPO loss, term by term, for checking against the equations.
+
+For a group of G responses to one prompt with rewards r_1..r_G:
+
+    A_i = (r_i - mean(r)) / (std(r) + eps)      scale_by_std (GRPO; std with Bessel's correction, as verl)
+    A_i =  r_i - mean(r)                        otherwise (Dr. GRPO)
+
+and every trainable token t of response i gets A_i. With the importance ratio
+rho_t = exp(logp_t - old_logp_t) between the policy being trained and the one that sampled:
+
+    L_t = max(-A_t * rho_t, -A_t * clip(rho_t, 1 - clip_low, 1 + clip_high))     (PPO-clip, DAPO clip-higher)
+        + kl_coef * (exp(ref_t - logp_t) - (ref_t - logp_t) - 1)                  (k3 KL to the reference)
+        - entropy_coef * H_t                                                      (entropy bonus)
+
+The KL and entropy terms exist only when their coefficient is > 0. Masked tokens (prompt, tool
+output, padding) contribute nothing. The batch loss aggregates L_t over trainable tokens:
+
+    token-mean            sum_{i,t} L / (number of trainable tokens in the batch)
+    seq-mean-token-mean   mean_i ( sum_t L_{i,t} / (trainable tokens of i) )
+    seq-mean-token-sum    mean_i ( sum_t L_{i,t} )
+
+where the sequence means run over sequences with at least one trainable token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import PreTrainedModel
+
+LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+# exp() of a larger log-ratio overflows float32; verl clamps at the same bound.
+_MAX_LOG_RATIO = 20.0
+
+
+def _group_advantage(rewards: torch.Tensor, scale_by_std: bool, eps: float) -> torch.Tensor:
+    rewards = rewards.float()
+    if rewards.numel() < 2:
+        # One response has nothing to be compared with: no baseline, no signal.
+        return torch.zeros_like(rewards)
+    centred = rewards - rewards.mean()
+    return centred / (rewards.std() + eps) if scale_by_std else centred
+
+
+def group_advantages(
+    rewards: torch.Tensor | Sequence[Sequence[float] | torch.Tensor],
+    *,
+    scale_by_std: bool,
+    eps: float = 1e-6,
+) -> torch.Tensor | list[torch.Tensor]:
+    """Group-relative advantages: a 1-D tensor is one group, a 2-D tensor one group per row, and a
+    list holds groups of any sizes (dynamic filtering can leave groups of different G)."""
+    if isinstance(rewards, torch.Tensor):
+        if rewards.dim() == 1:
+            return _group_advantage(rewards, scale_by_std, eps)
+        if rewards.dim() == 2:
+            return torch.stack([_group_advantage(row, scale_by_std, eps) for row in rewards])
+        raise ValueError(f"rewards must be 1-D or 2-D, got shape {tuple(rewards.shape)}")
+    return [_group_advantage(torch.as_tensor(group, dtype=torch.float32), scale_by_std, eps) for group in rewards]
+
+
+def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(policy || reference): exp(ref - logp) - (ref - logp) - 1, always >= 0."""
+    delta = (ref_logprobs - logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    return torch.exp(delta) - delta - 1
+
+
+def aggregate(values: torch.Tensor, mask: torch.Tensor, loss_agg: str) -> torch.Tensor:
+    """Reduce per-token `values` [B, T] over the tokens where `mask` is 1, as `loss_agg` says."""
+    mask = mask.to(values.dtype)
+    per_sequence_tokens = mask.sum(dim=-1)
+    per_sequence_sum = (values * mask).sum(dim=-1)
+    if loss_agg == "token-mean":
+        return per_sequence_sum.sum() / per_sequence_tokens.sum().clamp(min=1.0)
+    has_tokens = per_sequence_tokens > 0
+    sequences = has_tokens.sum().clamp(min=1)
+    if loss_agg == "seq-mean-token-mean":
+        per_sequence = per_sequence_sum / per_sequence_tokens.clamp(min=1.0)
+    elif loss_agg == "seq-mean-token-sum":
+        per_sequence = per_sequence_sum
+    else:
+        raise ValueError(f"loss_agg must be one of {', '.join(LOSS_AGGREGATIONS)}, got {loss_agg!r}")
+    return (per_sequence * has_tokens).sum() / sequences
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_low: float,
+    clip_high: float,
+    loss_agg: str,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    entropy: torch.Tensor | None = None,
+    entropy_coef: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The GRPO loss of the module docstring over [B, T] token tensors.
+
+    `advantages` is per sequence [B] or per token [B, T]; `mask` is 1 on trainable tokens.
+    Stats (token means over the mask): `clip_ratio/low` (negative-advantage tokens whose ratio fell
+    below 1 - clip_low, so they give no gradient), `clip_ratio/high` (positive-advantage tokens above
+    1 + clip_high), `approx_kl` (k3 between the sampling policy and the current one), `kl` (k3 to the
+    reference, when kl_coef > 0), `entropy` (when given), and `pg_loss`.
+    """
+    mask = mask.to(logprobs.dtype)
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(-1)
+    advantages = advantages.to(logprobs.dtype).expand_as(logprobs)
+    log_ratio = (logprobs - old_logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    ratio = torch.exp(log_ratio)
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    pg = torch.maximum(unclipped, clipped)
+    per_token = pg
+    if kl_coef > 0:
+        if ref_logprobs is None:
+            raise ValueError("kl_coef > 0 needs ref_logprobs")
+        kl = k3_kl(logprobs, ref_logprobs)
+        per_token = per_token + kl_coef * kl
+    if entropy_coef > 0:
+        if entropy is None:
+            raise ValueError("entropy_coef > 0 needs entropy")
+        per_token = per_token - entropy_coef * entropy
+    loss = aggregate(per_token, mask, loss_agg)
+
+    with torch.no_grad():
+        tokens = mask.sum().clamp(min=1.0)
+
+        def token_mean(values: torch.Tensor) -> float:
+            return float((values.to(mask.dtype) * mask).sum() / tokens)
+
+        stats = {
+            "clip_ratio/low": token_mean((advantages < 0) & (ratio < 1.0 - clip_low)),
+            "clip_ratio/high": token_mean((advantages > 0) & (ratio > 1.0 + clip_high)),
+            "approx_kl": token_mean(k3_kl(logprobs, old_logprobs)),
+            "pg_loss": float(aggregate(pg, mask, loss_agg)),
+        }
+        if kl_coef > 0:
+            stats["kl"] = token_mean(kl)
+        if entropy is not None:
+            stats["entropy"] = token_mean(entropy)
+    return loss, stats
+
+
+def token_logprobs(
+    model: PreTrainedModel,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability of each given token under `model`, and the entropy of the distribution it was
+    drawn from, both [B, T] and aligned with `input_ids`: column t scores token t given tokens < t.
+    Column 0 has no prefix and is 0; it is a prompt token, masked anyway.
+
+    Logits are divided by the sampling temperature, so the ratio compares the distributions the
+    tokens were really sampled from. Position ids follow the attention mask, as in `generate`, so
+    left-padded batches score exactly like the rollout that produced them.
+    """
+    position_ids = (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids).logits
+    logits = logits[:, :-1].float() / temperature
+    log_norm = torch.logsumexp(logits, dim=-1)
+    chosen = logits.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1) - log_norm
+    entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)
+    pad = chosen.new_zeros((input_ids.shape[0], 1))
+    return torch.cat([pad, chosen], dim=1), torch.cat([pad, entropy], dim=1)
