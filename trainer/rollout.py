@@ -1,0 +1,375 @@
+"""The asynchronous multi-turn rollout: every trajectory advances on its own.
+
+Each trajectory is a coroutine: generate until the protocol's stop marker, run the call in the
+sandbox (`sandbox.arun`), append the wrapped output, generate again, until EOS, the response
+limit, or a generation that ends without a call. A batcher hands the engine every request that is
+ready when it becomes free; the engine runs on a worker thread and reports each sequence the
+moment it stops, so that trajectory's tool call runs on the event loop while the rest of the
+batch — and the next batch — keep generating.
+
+Length accounting (ToRL's): `max_response_tokens` bounds everything after the prompt, generated
+and tool-output tokens alike, because all of it occupies the context. A response that reaches
+the limit — in the middle of a generation or of an appended tool output, which is then cut — is
+marked truncated. `Completion.response_tokens` counts the model-generated tokens only.
+
+Tokens: the response's token ids are exactly the context the engine saw, so the trainer scores
+the same sequence that was sampled. Generated tokens carry their sampling log-probs and mask 1;
+tool-output tokens (encoded by the tokenizer) carry log-prob 0 and mask 0, or 1 with
+`train_on_tool_output`. The stop marker is the model's text (see trainer.protocols); where a
+protocol rewrites the end of the generated text when appending (python_markdown puts its marker
+on a new line), the generated tokens past the common prefix are dropped and the rewritten text is
+appended as tool text, so text and tokens never disagree.
+"""
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import sandbox
+from trainer.config import RunConfig
+from trainer.engines.base import Engine, GenerationOutput, GenerationRequest
+from trainer.protocols import Protocol, get_protocol
+from trainer.trajectory import Completion, ToolExecution
+
+NO_CODE_OUTPUT = "SyntaxError: no complete code block"
+
+_rollout_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """What the rollout takes from a RunConfig."""
+
+    protocol: str = "python_markdown"
+    max_tool_calls: int = 1
+    output_max_chars: int = 256
+    sandbox_timeout_s: float = 10.0
+    sandbox_memory_mb: int = 1024
+    train_on_tool_output: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_response_tokens: int = 256
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> "RolloutSettings":
+        return cls(
+            protocol=config.tools.protocol,
+            max_tool_calls=config.tools.max_tool_calls,
+            output_max_chars=config.tools.output_max_chars,
+            sandbox_timeout_s=config.tools.sandbox_timeout_s,
+            sandbox_memory_mb=config.tools.sandbox_memory_mb,
+            train_on_tool_output=config.tools.train_on_tool_output,
+            temperature=config.rollout.temperature,
+            top_p=config.rollout.top_p,
+            max_response_tokens=config.data.max_response_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Span:
+    """One phase of a trajectory on the rollout's clock (seconds since the rollout started):
+    "gen" from the request's submission to its result (queueing included), "tool" around one
+    sandbox call."""
+
+    kind: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One finished response, as text for the rewards and as tokens for the loss.
+
+    response_ids, loss_mask, tool_mask and logprobs are aligned: loss_mask is 1 where the loss
+    applies, tool_mask 1 on tool-output tokens, logprobs the sampling log-prob (0.0 on tool tokens).
+    """
+
+    completion: Completion
+    prompt_ids: list[int]
+    response_ids: list[int]
+    loss_mask: list[int]
+    tool_mask: list[int]
+    logprobs: list[float]
+    spans: tuple[Span, ...] = ()
+
+
+@dataclass
+class RolloutResult:
+    """All trajectories, in prompt order, with the timing of the whole rollout.
+
+    gen_s is the time the engine spent generating (its calls never overlap); tool_s the time at
+    least one tool call was running. The two overlap, so together they can exceed wall_s.
+    """
+
+    trajectories: list[Trajectory]
+    wall_s: float
+    gen_s: float
+    tool_s: float
+    batch_sizes: list[int] = field(default_factory=list)
+
+
+class _Batcher:
+    """Collects the requests of ready trajectories; runs one engine call at a time with all of them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.pending: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]] = []
+        self.ready = asyncio.Event()
+        self.gen_s = 0.0
+        self.batch_sizes: list[int] = []
+
+    async def generate(self, request: GenerationRequest) -> GenerationOutput:
+        future: asyncio.Future[GenerationOutput] = asyncio.get_running_loop().create_future()
+        self.pending.append((request, future))
+        self.ready.set()
+        return await future
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self.ready.wait()
+            # One more pass of the event loop lets every trajectory that is ready now join the batch.
+            await asyncio.sleep(0)
+            self.ready.clear()
+            batch, self.pending = self.pending, []
+            if not batch:
+                continue
+            futures = [future for _, future in batch]
+            self.batch_sizes.append(len(batch))
+            started = time.perf_counter()
+            try:
+                requests = [request for request, _ in batch]
+                await asyncio.to_thread(self.engine.generate, requests, _resolver(loop, futures))
+            except Exception as exc:  # noqa: BLE001 - handed to every trajectory waiting on this batch
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            finally:
+                self.gen_s += time.perf_counter() - started
+
+
+def _resolver(
+    loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[GenerationOutput]]
+) -> Callable[[int, GenerationOutput], None]:
+    """The engine's on_finish: called on its worker thread, it resolves the future on the loop."""
+
+    def resolve(index: int, output: GenerationOutput) -> None:
+        future = futures[index]
+        loop.call_soon_threadsafe(lambda: future.done() or future.set_result(output))
+
+    return resolve
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.origin = time.perf_counter()
+        self.tool_running = 0
+        self.tool_since = 0.0
+        self.tool_s = 0.0
+
+    def now(self) -> float:
+        return time.perf_counter() - self.origin
+
+    def tool_started(self) -> None:
+        if self.tool_running == 0:
+            self.tool_since = time.perf_counter()
+        self.tool_running += 1
+
+    def tool_ended(self) -> None:
+        self.tool_running -= 1
+        if self.tool_running == 0:
+            self.tool_s += time.perf_counter() - self.tool_since
+
+
+@dataclass
+class _State:
+    """A trajectory in progress: its text and the aligned token lists."""
+
+    text: str = ""
+    response_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    tool_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    model_tokens: int = 0
+
+    def add_generated(self, ids: Sequence[int], logprobs: Sequence[float], text: str) -> None:
+        self.response_ids += ids
+        self.loss_mask += [1] * len(ids)
+        self.tool_mask += [0] * len(ids)
+        self.logprobs += logprobs
+        self.model_tokens += len(ids)
+        self.text += text
+
+    def add_tool(self, ids: Sequence[int], text: str, *, trained: bool) -> None:
+        self.response_ids += ids
+        self.loss_mask += [int(trained)] * len(ids)
+        self.tool_mask += [1] * len(ids)
+        self.logprobs += [0.0] * len(ids)
+        self.text += text
+
+    def drop_generated(self, count: int) -> None:
+        if count:
+            del self.response_ids[-count:], self.loss_mask[-count:], self.tool_mask[-count:], self.logprobs[-count:]
+            self.model_tokens -= count
+
+
+async def _execute(code: str | None, settings: RolloutSettings) -> ToolExecution:
+    if code is None:
+        # The model wrote the marker without a complete block: a failed call, counted against the budget.
+        return ToolExecution(call="", status="error", output=NO_CODE_OUTPUT)
+    result = await sandbox.arun(code, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
+    return ToolExecution(
+        call=code, status=result.status, output=result.stdout + result.stderr, duration_ms=result.duration_ms
+    )
+
+
+def _append_tool_output(
+    engine: Engine,
+    protocol: Protocol,
+    state: _State,
+    turn: tuple[str, str, list[int]],
+    execution: ToolExecution,
+    settings: RolloutSettings,
+) -> bool:
+    """Append the wrapped result after this turn's generation; False when the response limit cut it.
+
+    `turn` is the text before this turn, the text up to the end of the stop marker (a token may run
+    past it) and the turn's generated ids. Generated tokens beyond what the protocol kept of the
+    text are dropped (see the module docstring).
+    """
+    before, stopped, turn_ids = turn
+    new_text = protocol.append_output(stopped, execution, max_chars=settings.output_max_chars)
+    if not new_text.startswith(before):
+        raise RuntimeError(f"protocol {protocol.name!r} rewrote text before the current turn")
+    tokenizer = engine.tokenizer
+    keep = len(turn_ids)
+    kept_text = state.text[len(before) :]
+    while keep and not new_text.startswith(before + kept_text):
+        keep -= 1
+        kept_text = tokenizer.decode(turn_ids[:keep], skip_special_tokens=True)
+    state.drop_generated(len(turn_ids) - keep)
+    state.text = before + kept_text
+    tool_text = new_text[len(state.text) :]
+    tool_ids = tokenizer.encode(tool_text, add_special_tokens=False)
+    room = settings.max_response_tokens - len(state.response_ids)
+    if len(tool_ids) > room:
+        tool_ids = tool_ids[:room]
+        state.add_tool(tool_ids, tokenizer.decode(tool_ids), trained=settings.train_on_tool_output)
+        return False
+    state.add_tool(tool_ids, tool_text, trained=settings.train_on_tool_output)
+    return len(state.response_ids) < settings.max_response_tokens
+
+
+async def _trajectory(
+    index: int,
+    prompt_ids: list[int],
+    engine: Engine,
+    batcher: _Batcher,
+    clock: _Clock,
+    settings: RolloutSettings,
+    seed: int | None,
+    cache_key: tuple[int, int],
+) -> Trajectory:
+    protocol = get_protocol(settings.protocol)
+    state = _State()
+    executions: list[ToolExecution] = []
+    spans: list[Span] = []
+    truncated = False
+    try:
+        for turn in itertools.count():
+            stops = protocol.stop_strings(len(executions), settings.max_tool_calls)
+            request = GenerationRequest(
+                token_ids=prompt_ids + state.response_ids,
+                max_new_tokens=settings.max_response_tokens - len(state.response_ids),
+                stop_strings=stops,
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                # Distinct per trajectory and turn, so a group's G samples of one prompt differ.
+                seed=None if seed is None else (seed * 1_000_003 + index) * 1009 + turn,
+                cache_key=cache_key,
+            )
+            start = clock.now()
+            output = await batcher.generate(request)
+            spans.append(Span("gen", start, clock.now()))
+            before = state.text
+            state.add_generated(output.new_token_ids, output.logprobs, output.text)
+            if output.finish_reason == "length":
+                truncated = True
+                break
+            if output.finish_reason != "stop" or output.stop_string != protocol.stop_marker:
+                break
+            marker = output.stop_string
+            stopped = before + output.text[: output.text.find(marker) + len(marker)]
+            start = clock.now()
+            clock.tool_started()
+            try:
+                execution = await _execute(protocol.extract_call(stopped), settings)
+            finally:
+                clock.tool_ended()
+            spans.append(Span("tool", start, clock.now()))
+            executions.append(execution)
+            turn_data = (before, stopped, list(output.new_token_ids))
+            if not _append_tool_output(engine, protocol, state, turn_data, execution, settings):
+                truncated = True
+                break
+    finally:
+        engine.release(cache_key)
+    completion = Completion(
+        text=state.text,
+        protocol=protocol.name,
+        executions=tuple(executions),
+        truncated=truncated,
+        response_tokens=state.model_tokens,
+    )
+    return Trajectory(
+        completion=completion,
+        prompt_ids=prompt_ids,
+        response_ids=state.response_ids,
+        loss_mask=state.loss_mask,
+        tool_mask=state.tool_mask,
+        logprobs=state.logprobs,
+        spans=tuple(spans),
+    )
+
+
+async def arollout(
+    engine: Engine, prompts: Sequence[Sequence[int]], settings: RolloutSettings, *, seed: int | None = None
+) -> RolloutResult:
+    """Roll out one response per prompt (repeat a prompt G times for a GRPO group).
+
+    `seed` makes sampling reproducible (per trajectory and turn, independent of batching);
+    None draws from torch's generator inside the engine.
+    """
+    rollout_id = next(_rollout_ids)
+    batcher = _Batcher(engine)
+    clock = _Clock()
+    batch_task = asyncio.create_task(batcher.run())
+    try:
+        trajectories = await asyncio.gather(
+            *(
+                _trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i))
+                for i, p in enumerate(prompts)
+            )
+        )
+    finally:
+        batch_task.cancel()
+        try:
+            await batch_task
+        except asyncio.CancelledError:
+            pass
+    return RolloutResult(
+        trajectories=list(trajectories),
+        wall_s=clock.now(),
+        gen_s=batcher.gen_s,
+        tool_s=clock.tool_s,
+        batch_sizes=batcher.batch_sizes,
+    )
+
+
+def rollout(
+    engine: Engine, prompts: Sequence[Sequence[int]], settings: RolloutSettings, *, seed: int | None = None
+) -> RolloutResult:
+    """`arollout` on a fresh event loop, for synchronous callers such as the training loop."""
+    return asyncio.run(arollout(engine, prompts, settings, seed=seed))
