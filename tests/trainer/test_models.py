@@ -1,6 +1,10 @@
+import threading
+
 import torch
 
-from trainer.models import CharTokenizer, build_tiny_model
+from trainer import sft
+from trainer.config import TINY_MODEL
+from trainer.models import CharTokenizer, build_tiny_model, load_policy, tiny_checkpoint
 
 
 def test_tokenizer_round_trips_printable_ascii_and_newlines() -> None:
@@ -52,3 +56,41 @@ def test_tiny_model_size_and_determinism() -> None:
         assert torch.equal(a, b)
     logits = model(torch.tensor([tokenizer.encode("1 + 1")])).logits
     assert logits.shape == (1, 5, tokenizer.vocab_size)
+
+
+def test_load_policy_reads_a_local_hf_directory(tmp_path) -> None:
+    model, tokenizer = build_tiny_model(seed=5)
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    loaded, loaded_tokenizer = load_policy(str(tmp_path), cache_dir=tmp_path / "cache")
+    assert isinstance(loaded_tokenizer, CharTokenizer)
+    assert not loaded.training
+    for a, b in zip(model.parameters(), loaded.parameters(), strict=True):
+        assert torch.equal(a, b)
+    half, _ = load_policy(str(tmp_path), dtype="bfloat16", cache_dir=tmp_path / "cache")
+    assert next(half.parameters()).dtype == torch.bfloat16
+
+
+def test_tiny_model_is_cold_started_once_and_then_loaded_from_the_cache(tmp_path, monkeypatch) -> None:
+    # A two-step budget stands in for the real four-minute cold start; the fingerprint includes it.
+    monkeypatch.setattr(sft, "TINY_SFT", sft.SFTBudget(traces=32, epochs=1, lr=1e-3, batch_size=16))
+    logs: list[str] = []
+    results: list[str] = []
+
+    def load() -> None:
+        results.append(str(tiny_checkpoint(tmp_path, log=logs.append)))
+
+    # Two concurrent loaders: the lock makes the second wait for the first one's checkpoint.
+    threads = [threading.Thread(target=load) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(results)) == 1
+    assert sum("cold-starting" in line for line in logs) == 1
+    assert not list(tmp_path.glob("*.partial"))
+
+    logs.clear()
+    model, tokenizer = load_policy(TINY_MODEL, cache_dir=tmp_path, log=logs.append)
+    assert logs == []
+    assert isinstance(tokenizer, CharTokenizer) and model.config.num_hidden_layers == 4

@@ -1,5 +1,6 @@
 """Policy models: the project's tiny character-level model and loading of Hugging Face models."""
 
+from trainer.models.loading import DEFAULT_CACHE_DIR, load_policy, tiny_checkpoint
 from trainer.models.tiny import (
     CHAT_TEMPLATE,
     TINY_PROMPT_TEMPLATE,
@@ -8,4 +9,13 @@ from trainer.models.tiny import (
     tiny_config,
 )
 
-__all__ = ["CHAT_TEMPLATE", "TINY_PROMPT_TEMPLATE", "CharTokenizer", "build_tiny_model", "tiny_config"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "DEFAULT_CACHE_DIR",
+    "TINY_PROMPT_TEMPLATE",
+    "CharTokenizer",
+    "build_tiny_model",
+    "load_policy",
+    "tiny_checkpoint",
+    "tiny_config",
+]
