@@ -346,14 +346,16 @@ async def arollout(
     batcher = _Batcher(engine)
     clock = _Clock()
     batch_task = asyncio.create_task(batcher.run())
+    tasks = [
+        asyncio.create_task(_trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i)))
+        for i, p in enumerate(prompts)
+    ]
     try:
-        trajectories = await asyncio.gather(
-            *(
-                _trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i))
-                for i, p in enumerate(prompts)
-            )
-        )
+        trajectories = await asyncio.gather(*tasks)
     finally:
+        # After a failure the other trajectories would wait forever on a batcher that is gone.
+        for task in tasks:
+            task.cancel()
         batch_task.cancel()
         try:
             await batch_task

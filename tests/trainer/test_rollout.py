@@ -210,6 +210,17 @@ def test_other_trajectories_keep_generating_during_a_slow_tool_call(tokenizer):
     assert result.wall_s < result.gen_s + result.tool_s
 
 
+def test_an_engine_failure_reaches_the_caller(tokenizer):
+    class Broken(ScriptedEngine):
+        def generate(self, requests, on_finish=None):
+            raise RuntimeError("out of memory")
+
+    engine = Broken(tokenizer, {"Q\n": ["x"]})
+    with pytest.raises(RuntimeError, match="out of memory"):
+        rollout(engine, [tokenizer.encode("Q\n")] * 3, RolloutSettings())
+    assert len(engine.released) == 3
+
+
 def test_settings_from_run_config():
     config = RunConfig.model_validate(
         {"tools": {"max_tool_calls": 3, "train_on_tool_output": True}, "data": {"max_response_tokens": 99}}
