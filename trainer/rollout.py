@@ -256,7 +256,8 @@ def _append_tool_output(
     room = settings.max_response_tokens - len(state.response_ids)
     if len(tool_ids) > room:
         tool_ids = tool_ids[:room]
-        state.add_tool(tool_ids, tokenizer.decode(tool_ids), trained=settings.train_on_tool_output)
+        cut_text = tokenizer.decode(tool_ids, skip_special_tokens=True)
+        state.add_tool(tool_ids, cut_text, trained=settings.train_on_tool_output)
         return False
     state.add_tool(tool_ids, tool_text, trained=settings.train_on_tool_output)
     return len(state.response_ids) < settings.max_response_tokens

@@ -12,7 +12,7 @@ log-probabilities (PPO's old log-probs), and re-tokenising decoded text does not
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 FinishReason = Literal["stop", "length", "eos"]
 
@@ -61,7 +61,6 @@ class GenerationOutput:
     prefill_tokens: int = 0
 
 
-@runtime_checkable
 class Tokenizer(Protocol):
     """The part of a Hugging Face tokenizer the engines and the rollout use."""
 
