@@ -1,0 +1,317 @@
+"""The reporting client against a real HTTP server in this process that can fail, vanish or refuse."""
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainer.report import LOG_FILE, METRICS_FILE, SPOOL_FILE, STATUS_FILE, TRAJECTORIES_FILE, Reporter
+
+TOKEN = "tlr_test-token"
+# Fast enough that the whole file runs in a few seconds on two cores.
+FAST = {"flush_interval_s": 0.05, "heartbeat_s": 60.0, "backoff_initial_s": 0.02, "backoff_max_s": 0.2}
+
+
+class Dashboard:
+    """An ingest endpoint that records every request; `answer` decides each response's status code."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []  # every request, with its answer
+        self.lock = threading.Lock()
+        self.answer: Callable[[dict[str, Any]], int] = lambda batch: 200
+        self.port = 0
+        self.server: ThreadingHTTPServer | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v1/runs/7/ingest"
+
+    def start(self) -> None:
+        dashboard = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                batch = json.loads(body)
+                with dashboard.lock:
+                    code = dashboard.answer(batch)
+                    dashboard.requests.append(
+                        {
+                            "batch": batch,
+                            "code": code,
+                            "bytes": len(body),
+                            "auth": self.headers["Authorization"],
+                            "time": time.monotonic(),
+                        }
+                    )
+                reply = json.dumps({"written": {}} if code == 200 else {"detail": f"answered {code}"}).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+
+    def stop(self) -> None:
+        """Gone: connections to the port are refused until start() again."""
+        assert self.server is not None
+        self.server.shutdown()
+        self.server.server_close()
+        self.server = None
+
+    def accepted(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r["batch"] for r in self.requests if r["code"] == 200]
+
+    def accepted_metrics(self) -> list[dict[str, Any]]:
+        return [m for batch in self.accepted() for m in batch.get("metrics", [])]
+
+    def data_requests(self) -> list[dict[str, Any]]:
+        """Requests that carried something other than a heartbeat."""
+        with self.lock:
+            return [r for r in self.requests if set(r["batch"]) != {"heartbeat"}]
+
+
+@pytest.fixture
+def dashboard() -> Iterator[Dashboard]:
+    server = Dashboard()
+    yield server
+    if server.server is not None:
+        server.stop()
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def reporter(out: Path, dashboard: Dashboard, **overrides: Any) -> Reporter:
+    return Reporter(out, report_url=dashboard.url, run_token=TOKEN, **{**FAST, **overrides})
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def trajectory(sample: int, reward: float = 1.0) -> dict[str, Any]:
+    return {
+        "prompt_index": 0,
+        "sample_index": sample,
+        "prompt": "What is 2 + 3?",
+        "turns": [{"kind": "model", "text": "\\boxed{5}"}],
+        "final_answer": "5",
+        "ground_truth": "5",
+        "reward": reward,
+        "reward_components": {"correct": 1.0},
+        "correct": True,
+        "tool_call_count": 0,
+    }
+
+
+def test_reports_are_batched_and_carry_the_run_token(tmp_path, dashboard):
+    with reporter(tmp_path, dashboard, flush_interval_s=0.3) as rep:
+        for step in range(40):
+            rep.log_metrics(step, {"accuracy": step / 40})
+        rep.log_trajectories(3, [trajectory(0), trajectory(1)])
+        rep.log("hello")
+    steps = [m["step"] for m in dashboard.accepted_metrics()]
+    assert steps == list(range(40))
+    assert len(dashboard.data_requests()) <= 3  # 42 reports, not 42 requests
+    assert {r["auth"] for r in dashboard.requests} == {f"Bearer {TOKEN}"}
+    trajectories = [t for batch in dashboard.accepted() for t in batch.get("trajectories", [])]
+    assert [(t["step"], t["sample_index"]) for t in trajectories] == [(3, 0), (3, 1)]
+    assert [line["message"] for b in dashboard.accepted() for line in b.get("logs", [])] == ["hello"]
+
+
+def test_non_finite_metrics_become_null_on_the_wire_and_on_disk(tmp_path, dashboard):
+    values = {"loss": math.nan, "kl": math.inf, "grad_norm": -math.inf, "accuracy": 0.5, "steps": 3, "flag": True}
+    with reporter(tmp_path, dashboard) as rep:
+        rep.log_metrics(1, values)
+        rep.log_metrics(2, {"bad key!": 1.0, "text": "high", "fine": 2.0})
+    expected = {"loss": None, "kl": None, "grad_norm": None, "accuracy": 0.5, "steps": 3, "flag": 1.0}
+    sent = dashboard.accepted_metrics()
+    assert [m["values"] for m in sent] == [expected, {"fine": 2.0}]
+    assert [m["values"] for m in read_jsonl(tmp_path / METRICS_FILE)] == [expected, {"fine": 2.0}]
+    assert "bad key!, text" in (tmp_path / LOG_FILE).read_text()  # left out, and said so
+
+
+def test_a_big_batch_is_split_under_the_byte_limit(tmp_path, dashboard):
+    limit = 2_000
+    with reporter(tmp_path, dashboard, max_batch_bytes=limit, flush_interval_s=0.5) as rep:
+        for step in range(60):
+            rep.log_metrics(step, {"accuracy": 0.5, "reward/mean": 0.25})
+    assert [m["step"] for m in dashboard.accepted_metrics()] == list(range(60))
+    data = dashboard.data_requests()
+    assert len(data) >= 3
+    assert max(r["bytes"] for r in data) <= limit + 100  # the batch envelope on top of its records
+
+
+def test_5xx_is_retried_with_growing_backoff_and_nothing_is_lost_or_doubled(tmp_path, dashboard):
+    failures = iter([503, 503, 503])
+    dashboard.answer = lambda batch: next(failures, 200) if "metrics" in batch else 200
+    with reporter(tmp_path, dashboard, backoff_initial_s=0.05, backoff_max_s=1.0) as rep:
+        for step in range(5):
+            rep.log_metrics(step, {"accuracy": 0.1 * step})
+        wait_for(lambda: len(dashboard.accepted_metrics()) == 5)
+        rep.log_metrics(5, {"accuracy": 0.6})
+    assert [m["step"] for m in dashboard.accepted_metrics()] == list(range(6))
+    assert rep.retries == 3
+    attempts = [r["time"] for r in dashboard.data_requests()][:4]
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert gaps[0] < gaps[1] < gaps[2]  # 0.05, 0.1, 0.2 s less up to 20% jitter
+
+
+def test_an_outage_spools_to_disk_and_replays_in_order(tmp_path, dashboard):
+    rep = reporter(tmp_path, dashboard)
+    rep.log_metrics(0, {"accuracy": 0.0})
+    wait_for(lambda: len(dashboard.accepted_metrics()) == 1)
+    dashboard.stop()
+    for step in range(1, 30):
+        rep.log_metrics(step, {"accuracy": step / 30})
+        rep.log(f"step {step}")
+    spool = tmp_path / SPOOL_FILE
+    wait_for(lambda: spool.exists() and spool.read_bytes().count(b"\n") >= 58)  # the outage is on disk
+    dashboard.start()
+    wait_for(lambda: len(dashboard.accepted_metrics()) == 30)
+    assert rep.close(5.0) is True
+    assert [m["step"] for m in dashboard.accepted_metrics()] == list(range(30))
+    messages = [line["message"] for batch in dashboard.accepted() for line in batch.get("logs", [])]
+    assert messages == [f"step {step}" for step in range(1, 30)]
+    seqs = [line["seq"] for batch in dashboard.accepted() for line in batch.get("logs", [])]
+    assert seqs == sorted(set(seqs))
+    assert spool.read_bytes() == b""  # delivered: the spool starts afresh
+
+
+def test_heartbeats_keep_an_idle_run_alive(tmp_path, dashboard):
+    with reporter(tmp_path, dashboard, heartbeat_s=0.1):
+        time.sleep(0.55)
+    beats = [r for r in dashboard.requests if r["batch"] == {"heartbeat": True}]
+    assert 3 <= len(beats) <= 7
+
+
+def test_heartbeats_pause_while_batches_flow(tmp_path, dashboard):
+    with reporter(tmp_path, dashboard, heartbeat_s=0.3) as rep:
+        for step in range(10):
+            rep.log_metrics(step, {"accuracy": 0.5})
+            time.sleep(0.05)
+    beats = [r for r in dashboard.requests if r["batch"] == {"heartbeat": True}]
+    assert len(beats) == 1  # the first one at start; every batch after it is a heartbeat already
+
+
+def test_409_stops_reporting_and_tells_the_training_loop(tmp_path, dashboard):
+    dashboard.answer = lambda batch: 409 if "metrics" in batch else 200
+    rep = reporter(tmp_path, dashboard)
+    rep.log_metrics(0, {"accuracy": 0.1})
+    wait_for(lambda: rep.stopped_by_dashboard)
+    seen = len(dashboard.requests)
+    rep.log_metrics(1, {"accuracy": 0.2})
+    rep.set_status("succeeded")
+    assert rep.close(1.0) is False
+    assert len(dashboard.requests) == seen  # nothing after the 409
+    assert [m["step"] for m in read_jsonl(tmp_path / METRICS_FILE)] == [0, 1]  # the local record goes on
+    assert "409" in rep.stop_reason and "reporting stopped" in (tmp_path / LOG_FILE).read_text()
+
+
+@pytest.mark.parametrize("code", [401, 403])
+def test_a_refused_token_stops_reporting(tmp_path, dashboard, code):
+    dashboard.answer = lambda batch: code
+    rep = reporter(tmp_path, dashboard)
+    wait_for(lambda: rep.stop_reason != "")
+    assert not rep.stopped_by_dashboard and str(code) in rep.stop_reason
+    rep.close(1.0)
+    assert len(dashboard.requests) == 1
+
+
+def test_a_400_drops_that_batch_logs_why_and_goes_on(tmp_path, dashboard):
+    def answer(batch: dict[str, Any]) -> int:
+        steps = [m["step"] for m in batch.get("metrics", [])]
+        return 400 if 1 in steps else 200
+
+    dashboard.answer = answer
+    with reporter(tmp_path, dashboard) as rep:
+        rep.log_metrics(0, {"accuracy": 0.0})
+        wait_for(lambda: len(dashboard.accepted_metrics()) == 1)
+        rep.log_metrics(1, {"accuracy": 0.1})
+        wait_for(lambda: rep.dropped_batches == 1)
+        rep.log_metrics(2, {"accuracy": 0.2})
+    assert [m["step"] for m in dashboard.accepted_metrics()] == [0, 2]
+    assert [r["code"] for r in dashboard.data_requests()].count(400) == 1  # never retried
+    assert "refused a batch" in (tmp_path / LOG_FILE).read_text()
+
+
+def test_close_flushes_everything_and_sends_the_final_status_last(tmp_path, dashboard):
+    rep = reporter(tmp_path, dashboard, flush_interval_s=5.0)  # nothing goes out before close()
+    rep.set_status("running", checkpoint="/ckpt/step-0")
+    rep.log_metrics(0, {"accuracy": 0.5})
+    rep.set_status("succeeded", checkpoint="/ckpt/step-1")
+    rep.log("after the final status was set")
+    rep.log_trajectories(1, [trajectory(0)])
+    assert rep.close(5.0) is True
+    batches = dashboard.accepted()
+    statuses = [b["status"] for b in batches if "status" in b]
+    assert statuses == [
+        {"status": "running", "error": "", "checkpoint": "/ckpt/step-0"},
+        {"status": "succeeded", "error": "", "checkpoint": "/ckpt/step-1"},
+    ]
+    assert "status" in batches[-1]
+    assert sum(len(b.get("logs", [])) for b in batches) == 1
+    assert sum(len(b.get("trajectories", [])) for b in batches) == 1
+    assert json.loads((tmp_path / STATUS_FILE).read_text())["status"] == "succeeded"
+
+
+def test_an_exception_in_the_with_block_reports_the_run_failed(tmp_path, dashboard):
+    with pytest.raises(RuntimeError), reporter(tmp_path, dashboard):
+        raise RuntimeError("reward crashed")
+    assert dashboard.accepted()[-1]["status"] == {"status": "failed", "error": "RuntimeError: reward crashed"}
+
+
+def test_close_gives_up_at_its_timeout_and_keeps_the_spool(tmp_path, dashboard):
+    dashboard.stop()
+    rep = reporter(tmp_path, dashboard)
+    rep.log_metrics(0, {"accuracy": 0.5})
+    rep.set_status("succeeded")
+    started = time.monotonic()
+    assert rep.close(0.5) is False
+    assert time.monotonic() - started < 2.0
+    assert b"status\t" in (tmp_path / SPOOL_FILE).read_bytes()
+    assert "not delivered" in (tmp_path / LOG_FILE).read_text()
+
+
+def test_offline_writes_the_runs_record_into_the_out_dir(tmp_path):
+    with Reporter(tmp_path / "out") as rep:
+        assert not rep.online
+        rep.log_metrics(0, {"accuracy": 0.25, "loss": math.nan})
+        rep.log_trajectories(0, [trajectory(0), trajectory(1, reward=-1.0)])
+        rep.log("warming up", level="warning")
+        rep.set_status("succeeded", checkpoint="ckpt/step-0")
+    out = tmp_path / "out"
+    assert read_jsonl(out / METRICS_FILE)[0]["values"] == {"accuracy": 0.25, "loss": None}
+    assert [t["reward"] for t in read_jsonl(out / TRAJECTORIES_FILE)] == [1.0, -1.0]
+    assert "WARNING warming up" in (out / LOG_FILE).read_text()
+    assert json.loads((out / STATUS_FILE).read_text())["checkpoint"] == "ckpt/step-0"
+    assert not (out / SPOOL_FILE).exists()
+
+
+def test_log_sequence_numbers_keep_increasing_across_processes(tmp_path):
+    with Reporter(tmp_path) as first:
+        first.log("a")
+        first.log("b")
+        seq_a = first._seq
+    with Reporter(tmp_path) as second:
+        second.log("c")
+        assert second._seq > seq_a  # a resumed trainer's lines are new lines, not retries of old ones

@@ -1,0 +1,626 @@
+"""The trainer's reporting client: metrics, trajectories, log lines and run status.
+
+Every report is written at once to the run's out directory (`metrics.jsonl`, `trajectories.jsonl`,
+`log.txt`, `status.json`), so an offline run leaves a complete record and a dashboard run leaves
+one too. With a `report_url` (the dashboard's `POST /api/v1/runs/<id>/ingest`), reports are also
+queued for one background sender thread, which:
+
+- batches them: it sends what has queued every `flush_interval_s`, sooner when a batch gets big,
+  and splits batches to stay under `max_batch_bytes`;
+- retries connection errors, 5xx and 429 with exponential backoff, and meanwhile moves everything
+  unsent to an append-only spool file in the out directory, replayed in order once the dashboard
+  answers again (memory stays bounded however long the outage);
+- sends an empty batch (a heartbeat) whenever `heartbeat_s` pass without a successful request, so
+  a long step never looks dead; it is the sender's own loop rather than a second thread, so a
+  heartbeat can never overtake the final status and find the run already finished;
+- drops a batch the dashboard refuses with 400 (a trainer bug: retrying cannot fix it) after
+  logging its field errors; stops on 409 (the run finished, e.g. cancelled from the dashboard,
+  which `stopped_by_dashboard` tells the training loop) and on 401/403 (the token is not valid).
+
+The training loop's calls only serialise and enqueue: they never wait on the network.
+Log lines carry increasing sequence numbers and metric steps and trajectories have natural keys,
+so the dashboard ignores what a retry sends twice.
+
+    with Reporter(out_dir, report_url=url, run_token=token) as reporter:
+        reporter.set_status("running")
+        reporter.log_metrics(step, {"accuracy": 0.5})
+        reporter.log_trajectories(step, groups)
+        if reporter.stopped_by_dashboard: ...
+        reporter.set_status("succeeded")   # held back and sent by close(), after everything else
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import json
+import logging
+import math
+import os
+import queue
+import random
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+logger = logging.getLogger("trainer.report")
+
+METRICS_FILE = "metrics.jsonl"
+TRAJECTORIES_FILE = "trajectories.jsonl"
+LOG_FILE = "log.txt"
+STATUS_FILE = "status.json"
+SPOOL_FILE = "report-spool.jsonl"
+
+RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
+FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# The dashboard's own limits (webapp/runs/ingest_schema.py), checked here so that one bad metric name
+# or an over-long message costs that value or that tail, not the whole batch it travels in.
+_METRIC_KEY = re.compile(r"^[A-Za-z0-9_@.:/\-]{1,200}$")
+_MAX_LOG_MESSAGE = 100_000
+_MAX_STATUS_ERROR = 100_000
+_MAX_CHECKPOINT = 500
+
+Kind = Literal["metrics", "trajectories", "logs", "status"]
+_KINDS: tuple[Kind, ...] = ("metrics", "trajectories", "logs", "status")
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data: NaN and infinities become None (the dashboard refuses them), numpy and
+    torch scalars become Python numbers, tuples become lists, and anything else unknown becomes its str."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    item = getattr(value, "item", None)  # numpy scalars and 0-d torch tensors
+    if callable(item):
+        try:
+            return jsonable(item())
+        except (TypeError, ValueError, RuntimeError):
+            pass  # an array of several values: its str is all we can show
+    return str(value)
+
+
+def metric_values(values: Mapping[str, Any]) -> tuple[dict[str, float | None], list[str]]:
+    """The values the dashboard accepts (finite numbers, or None for undefined ones like NaN) and the
+    names of the values left out because their key or value cannot be stored."""
+    clean: dict[str, float | None] = {}
+    rejected: list[str] = []
+    for key, value in values.items():
+        value = jsonable(value)
+        if isinstance(value, bool):
+            value = float(value)  # the schema's strict floats refuse booleans; a flag is a 0/1 series
+        if (
+            not isinstance(key, str)
+            or not _METRIC_KEY.match(key)
+            or not (value is None or isinstance(value, int | float))
+        ):
+            rejected.append(str(key))
+            continue
+        clean[key] = value
+    return clean, rejected
+
+
+def _dumps(value: Any) -> str:
+    # allow_nan=False: jsonable() has already turned every non-finite float into None.
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _record(kind: Kind, item: Any) -> bytes:
+    """One queued report as a spool line: its kind, a tab, its JSON; JSON never holds a raw newline."""
+    return f"{kind}\t{_dumps(item)}\n".encode()
+
+
+def build_batch(records: Iterable[bytes]) -> bytes:
+    """The ingest payload of queued records; each record's JSON is spliced in without reparsing."""
+    parts: dict[str, list[bytes]] = {"metrics": [], "trajectories": [], "logs": []}
+    status: bytes | None = None
+    for record in records:
+        kind, _, body = record.rstrip(b"\n").partition(b"\t")
+        if kind == b"status":
+            status = body
+        else:
+            parts[kind.decode()].append(body)
+    fields = [b'"%s":[%s]' % (name.encode(), b",".join(items)) for name, items in parts.items() if items]
+    fields.append(b'"heartbeat":true')
+    if status is not None:
+        fields.append(b'"status":' + status)
+    return b"{" + b",".join(fields) + b"}"
+
+
+class _Buffer:
+    """Records waiting in memory while the dashboard answers."""
+
+    def __init__(self) -> None:
+        self._records: collections.deque[bytes] = collections.deque()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(self, records: Iterable[bytes]) -> None:
+        self._records.extend(records)
+
+    def peek(self, max_bytes: int, max_items: int) -> list[bytes]:
+        return _take(iter(self._records), max_bytes, max_items)
+
+    def advance(self, records: list[bytes]) -> None:
+        for _ in records:
+            self._records.popleft()
+
+    def drain(self) -> list[bytes]:
+        records = list(self._records)
+        self._records.clear()
+        return records
+
+
+class _Spool:
+    """The on-disk queue used while the dashboard is unreachable: appended at the end, read from an
+    offset, emptied once everything in it has been delivered."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._size = 0
+        self._count = 0  # records in the file after the offset
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, records: list[bytes]) -> None:
+        if not records:
+            return
+        with self.path.open("ab") as handle:
+            handle.writelines(records)
+            handle.flush()
+            os.fsync(handle.fileno())  # the point of the spool is to survive what kills the process
+        self._size += sum(len(record) for record in records)
+        self._count += len(records)
+
+    def peek(self, max_bytes: int, max_items: int) -> list[bytes]:
+        if not self._count:
+            return []
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            return _take(_complete_lines(handle), max_bytes, max_items)
+
+    def advance(self, records: list[bytes]) -> None:
+        self._offset += sum(len(record) for record in records)
+        self._count -= len(records)
+        if self._count == 0:
+            # Delivered to the end: start the file afresh instead of letting it grow for the whole run.
+            self.path.write_bytes(b"")
+            self._offset = self._size = 0
+
+
+def _complete_lines(handle: Any) -> Iterable[bytes]:
+    for line in handle:
+        if not line.endswith(b"\n"):
+            return
+        yield line
+
+
+def _take(records: Iterable[bytes], max_bytes: int, max_items: int) -> list[bytes]:
+    """The next batch: up to max_bytes (but always one record) and max_items; a status record ends it,
+    so nothing reported after a status can reach the dashboard before that status."""
+    batch: list[bytes] = []
+    size = 0
+    for record in records:
+        if batch and (size + len(record) > max_bytes or len(batch) >= max_items):
+            break
+        batch.append(record)
+        size += len(record)
+        if record.startswith(b"status\t"):
+            break
+    return batch
+
+
+@dataclass(frozen=True)
+class _Response:
+    outcome: Literal["ok", "retry", "rejected", "too_large", "finished", "forbidden"]
+    code: int | None = None
+    detail: str = ""
+    retry_after_s: float | None = None
+
+
+class _LocalFiles:
+    """The run's own record in its out directory, appended as reports arrive (a resumed run appends)."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self._lock = threading.Lock()
+        self._handles: dict[str, Any] = {}
+
+    def append(self, name: str, lines: Iterable[str]) -> None:
+        with self._lock:
+            handle = self._handles.get(name)
+            if handle is None:
+                handle = self._handles[name] = (self.out_dir / name).open("a", encoding="utf-8")
+            handle.writelines(lines)
+            handle.flush()  # readable by `tail -f` and by the run's tests while the run goes on
+
+    def write(self, name: str, text: str) -> None:
+        path = self.out_dir / name
+        tmp = path.with_name(path.name + ".tmp")
+        with self._lock:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in self._handles.values():
+                handle.close()
+            self._handles.clear()
+
+
+class Reporter:
+    """Reports a run to its out directory and, given `report_url` and `run_token`, to the dashboard.
+
+    Calls from the training loop never block on the network; `close()` (or leaving the `with`
+    block) flushes everything and sends the final status last.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | Path,
+        *,
+        report_url: str | None = None,
+        run_token: str | None = None,
+        heartbeat_s: float = 5.0,
+        flush_interval_s: float = 1.0,
+        max_batch_bytes: int = 1_000_000,
+        max_batch_items: int = 2_000,
+        request_timeout_s: float = 30.0,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        close_timeout_s: float = 30.0,
+    ) -> None:
+        if report_url and not run_token:
+            raise ValueError("a report_url needs the run's token (--run-token)")
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.report_url = report_url or None
+        self.heartbeat_s = heartbeat_s
+        self.flush_interval_s = flush_interval_s
+        self.max_batch_bytes = max_batch_bytes
+        self.max_batch_items = max_batch_items
+        self.request_timeout_s = request_timeout_s
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.close_timeout_s = close_timeout_s
+
+        #: The dashboard answered 409: the run has finished there (cancelled, or marked lost), so the
+        #: training loop should stop. Nothing more is sent.
+        self.stopped_by_dashboard = False
+        #: Why sending stopped (409, 401/403, other 4xx), or "" while it goes on.
+        self.stop_reason = ""
+        self.sent_batches = 0
+        self.dropped_batches = 0
+        self.retries = 0
+
+        self._files = _LocalFiles(self.out_dir)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._final_status: dict[str, Any] | None = None
+        self._closed = False
+        self._delivered: bool | None = None
+        self._stopped = threading.Event()
+
+        self._token = run_token or ""
+        self._inbox: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._inbox_bytes = 0
+        self._wake = threading.Event()
+        self._closing = threading.Event()
+        self._deadline = math.inf
+        self._memory = _Buffer()
+        self._spool = _Spool(self.out_dir / SPOOL_FILE)
+        self._retry_after_s: float | None = None
+        self._last_success = -math.inf
+        self._thread: threading.Thread | None = None
+        if self.report_url:
+            self._set_aside_old_spool()
+            # No proxies: the dashboard is reached directly, and a proxy meant for the internet
+            # (the environment's http_proxy) would swallow reports for a cluster-local address.
+            self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            self._thread = threading.Thread(target=self._send_loop, name="tirlab-reporter", daemon=True)
+            self._thread.start()
+
+    # ------------------------------------------------------------------ the training loop's API
+
+    @property
+    def online(self) -> bool:
+        return self.report_url is not None
+
+    def log_metrics(self, step: int, values: Mapping[str, Any], *, time_s: float | None = None) -> None:
+        """Record one step's metric values; NaN and infinities are reported as null (undefined)."""
+        clean, rejected = metric_values(values)
+        item = {"step": int(step), "time": time.time() if time_s is None else float(time_s), "values": clean}
+        self._files.append(METRICS_FILE, [_dumps(item) + "\n"])
+        if rejected:
+            self._diagnose(
+                "warning",
+                f"step {step}: metric values left out (key not [A-Za-z0-9_@.:/-]{{1,200}} or value not a number): "
+                + ", ".join(sorted(rejected)),
+            )
+        self._enqueue("metrics", item)
+
+    def log_trajectories(self, step: int, items: Iterable[Mapping[str, Any]]) -> None:
+        """Record sampled trajectories of a step (whole GRPO groups), each in the ingest schema's shape;
+        `step` is filled in. One whose reward is not a finite number is kept locally but not sent,
+        because the dashboard would refuse the whole batch around it."""
+        clean = []
+        for raw in items:
+            item = jsonable(dict(raw))
+            item["step"] = int(step)
+            clean.append(item)
+        self._files.append(TRAJECTORIES_FILE, [_dumps(item) + "\n" for item in clean])
+        for item in clean:
+            reward = item.get("reward")
+            if isinstance(reward, bool) or not isinstance(reward, int | float):
+                where = f"step {step} prompt {item.get('prompt_index')} sample {item.get('sample_index')}"
+                self._diagnose("error", f"trajectory {where} not reported: its reward is {reward!r}, not a number")
+                continue
+            self._enqueue("trajectories", item)
+
+    def log(self, message: str, level: str = "info") -> None:
+        """A log line of the run, shown in the dashboard's log view."""
+        if level not in LOG_LEVELS:
+            level = "info"
+        now = time.time()
+        with self._lock:
+            # Microseconds since the epoch, kept increasing: unique across a resumed process too,
+            # where a counter restarting at 0 would collide with the lines already stored.
+            self._seq = max(self._seq + 1, time.time_ns() // 1000)
+            seq = self._seq
+        self._files.append(LOG_FILE, [_log_text(now, level, message)])
+        getattr(logger, level)(message)
+        self._enqueue("logs", {"seq": seq, "time": now, "level": level, "message": message[:_MAX_LOG_MESSAGE]})
+
+    def set_status(self, status: str, error: str = "", checkpoint: str | None = None) -> None:
+        """Report the run's status. A final one (succeeded, failed, cancelled) is held and sent by
+        close() after everything else; `running` (with a new checkpoint, say) is sent in turn."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(RUN_STATUSES)}, not {status!r}")
+        item: dict[str, Any] = {"status": status, "error": error[:_MAX_STATUS_ERROR]}
+        if checkpoint is not None:
+            item["checkpoint"] = str(checkpoint)[:_MAX_CHECKPOINT]
+        self._files.write(STATUS_FILE, _dumps({**item, "time": time.time()}) + "\n")
+        if status in FINAL_STATUSES:
+            self._final_status = item
+        else:
+            self._enqueue("status", item)
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Send everything still queued, then the final status; wait at most `timeout_s`.
+
+        Returns whether everything reached the dashboard (always True offline). What could not be
+        sent in time stays in the spool file, named in log.txt.
+        """
+        if self._closed:
+            return bool(self._delivered)
+        self._closed = True
+        timeout_s = self.close_timeout_s if timeout_s is None else timeout_s
+        if self._final_status is not None:
+            self._files.append(LOG_FILE, [_log_text(time.time(), "info", f"run {self._final_status['status']}")])
+        if self._thread is None:
+            self._files.close()
+            self._delivered = True
+            return True
+        if self._final_status is not None:
+            self._enqueue("status", self._final_status, force=True)
+        self._deadline = time.monotonic() + timeout_s
+        self._closing.set()
+        self._wake.set()
+        self._thread.join(timeout_s + 1.0)
+        unsent = len(self._spool) + len(self._memory) + self._inbox.qsize()
+        self._delivered = not self._thread.is_alive() and unsent == 0 and not self._stopped.is_set()
+        if unsent and not self._stopped.is_set():
+            self._diagnose(
+                "error",
+                f"{unsent} reports not delivered to the dashboard within {timeout_s:g} s; see {self._spool.path}",
+            )
+        self._files.close()
+        return self._delivered
+
+    def __enter__(self) -> Reporter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is not None and self._final_status is None:
+            status = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
+            self.set_status(status, error=f"{type(exc).__name__}: {exc}")
+        self.close()
+
+    # ------------------------------------------------------------------ queueing (caller's thread)
+
+    def _enqueue(self, kind: Kind, item: Any, *, force: bool = False) -> None:
+        if self._thread is None or self._stopped.is_set() or (self._closed and not force):
+            return
+        record = _record(kind, item)
+        self._inbox.put(record)
+        with self._lock:
+            self._inbox_bytes += len(record)
+            big = self._inbox_bytes >= self.max_batch_bytes // 2
+        if big:
+            self._wake.set()
+
+    def _diagnose(self, level: str, message: str) -> None:
+        """A problem of the reporting itself: always in log.txt, and sent on while the run is open."""
+        getattr(logger, level)(message)
+        self._files.append(LOG_FILE, [_log_text(time.time(), level, f"[report] {message}")])
+        if not self._closed and not self._closing.is_set():
+            with self._lock:
+                self._seq = max(self._seq + 1, time.time_ns() // 1000)
+                seq = self._seq
+            item = {"seq": seq, "time": time.time(), "level": level, "message": f"[report] {message}"[:10_000]}
+            self._enqueue("logs", item)
+
+    def _set_aside_old_spool(self) -> None:
+        # A spool left by an earlier process belongs to that process's run; replaying it into this
+        # run (a resume is a new run with its own token) would be wrong, losing it silently worse.
+        path = self._spool.path
+        if path.exists() and path.stat().st_size:
+            kept = path.with_name(f"report-spool.unsent-{int(time.time())}.jsonl")
+            os.replace(path, kept)
+            self._files.append(
+                LOG_FILE, [_log_text(time.time(), "warning", f"[report] earlier unsent reports kept in {kept}")]
+            )
+        else:
+            path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ sending (sender thread)
+
+    def _send_loop(self) -> None:
+        backoff = 0.0
+        next_beat = time.monotonic()  # a heartbeat at once: the run shows as alive while the model loads
+        while not self._stopped.is_set():
+            self._take_inbox()
+            outcome = self._send_pending()
+            if outcome == "stopped":
+                break
+            if outcome == "retry":
+                # Unreachable: everything unsent goes to disk, in order, until the dashboard answers.
+                self._spool.add(self._memory.drain())
+                self.retries += 1
+                backoff = min(self.backoff_max_s, max(self.backoff_initial_s, backoff * 2))
+                delay = backoff * random.uniform(0.8, 1.0)  # jitter: many trainers, one dashboard
+                if self._retry_after_s is not None:
+                    delay = max(delay, min(self._retry_after_s, self.backoff_max_s))
+                if self._closing.is_set() and time.monotonic() + delay >= self._deadline:
+                    break
+                time.sleep(delay)  # not woken by new reports: they would only meet the outage again
+                continue
+            backoff = 0.0
+            if self._closing.is_set() and self._inbox.empty():
+                break
+            next_beat = max(next_beat, self._last_success + self.heartbeat_s)
+            if time.monotonic() >= next_beat:
+                response = self._post(b'{"heartbeat":true}')
+                if response.outcome in ("finished", "forbidden"):
+                    self._stop(response)
+                    break
+                # A failed heartbeat is not retried: the next batch meets the outage and spools.
+                next_beat = time.monotonic() + self.heartbeat_s
+            wait = min(self.flush_interval_s, next_beat - time.monotonic())
+            if self._wake.wait(max(0.0, wait)):
+                self._wake.clear()
+
+    def _take_inbox(self) -> None:
+        records: list[bytes] = []
+        while True:
+            try:
+                records.append(self._inbox.get_nowait())
+            except queue.Empty:
+                break
+        with self._lock:
+            self._inbox_bytes = 0
+        if len(self._spool):
+            self._spool.add(records)  # behind what is already waiting on disk, to keep the order
+        else:
+            self._memory.add(records)
+
+    def _send_pending(self) -> Literal["ok", "retry", "stopped"]:
+        self._retry_after_s = None
+        for source in (self._spool, self._memory):
+            while records := source.peek(self.max_batch_bytes, self.max_batch_items):
+                payload = build_batch(records)
+                response = self._post(payload)
+                if response.outcome == "ok":
+                    source.advance(records)
+                    self.sent_batches += 1
+                elif response.outcome == "retry":
+                    self._retry_after_s = response.retry_after_s
+                    return "retry"
+                elif response.outcome == "rejected":
+                    self.dropped_batches += 1
+                    source.advance(records)
+                    self._diagnose(
+                        "error",
+                        f"dashboard refused a batch of {len(records)} reports (400), dropped: {response.detail}",
+                    )
+                elif response.outcome == "too_large" and len(records) > 1:
+                    # The dashboard's limit is lower than ours: halve the batches from now on.
+                    self.max_batch_bytes = max(1024, len(payload) // 2)
+                    self.max_batch_items = max(1, len(records) // 2)
+                elif response.outcome == "too_large":
+                    self.dropped_batches += 1
+                    source.advance(records)
+                    self._diagnose(
+                        "error", f"a single report of {len(payload)} bytes is over the dashboard's limit; dropped"
+                    )
+                else:
+                    self._stop(response)
+                    return "stopped"
+        return "ok"
+
+    def _stop(self, response: _Response) -> None:
+        if response.outcome == "finished":
+            self.stopped_by_dashboard = True
+            self.stop_reason = f"the dashboard says the run has finished (409): {response.detail}"
+        else:
+            self.stop_reason = f"the dashboard refused this trainer ({response.code}): {response.detail}"
+        self._stopped.set()
+        self._diagnose("warning" if self.stopped_by_dashboard else "error", f"reporting stopped: {self.stop_reason}")
+
+    def _post(self, payload: bytes) -> _Response:
+        remaining = self._deadline - time.monotonic()
+        timeout = max(0.5, min(self.request_timeout_s, remaining))
+        request = urllib.request.Request(
+            self.report_url or "",
+            data=payload,
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._token}"},
+        )
+        try:
+            with self._opener.open(request, timeout=timeout) as reply:
+                reply.read()
+            self._last_success = time.monotonic()  # every batch counts as a heartbeat
+            return _Response("ok", 200)
+        except urllib.error.HTTPError as exc:
+            return _classify(exc.code, _read_detail(exc), exc.headers.get("Retry-After") if exc.headers else None)
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            # Connection refused or reset, DNS, timeouts: the dashboard is (for now) unreachable.
+            return _Response("retry", None, str(exc))
+
+
+def _classify(code: int, detail: str, retry_after: str | None) -> _Response:
+    if code == 429 or code >= 500:
+        try:
+            delay = float(retry_after) if retry_after else None
+        except ValueError:
+            delay = None
+        return _Response("retry", code, detail, delay)
+    if code == 400:
+        return _Response("rejected", code, detail)
+    if code == 413:
+        return _Response("too_large", code, detail)
+    if code == 409:
+        return _Response("finished", code, detail)
+    return _Response("forbidden", code, detail)  # 401, 403, and a wrong URL (404, 405): no retry can help
+
+
+def _read_detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        return exc.read().decode("utf-8", "replace")[:2_000]
+    except (OSError, http.client.HTTPException):
+        return ""
+
+
+def _log_text(when: float, level: str, message: str) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+    return f"{stamp} {level.upper():7} {message}\n"
