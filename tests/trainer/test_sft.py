@@ -1,7 +1,7 @@
 import re
 
 from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
-from trainer.sft import encode_trace, greedy_evaluate, sft_train, tool_use_traces
+from trainer.sft import encode_trace, evaluate, sft_train, tool_use_traces
 from trainer.synthetic import arithmetic_examples
 
 
@@ -60,7 +60,7 @@ def test_sft_loss_decreases() -> None:
 def test_greedy_evaluation_reports_accuracy_and_tool_use_per_difficulty() -> None:
     model, tokenizer = build_tiny_model(seed=0)
     examples = arithmetic_examples(4, seed=0, difficulty="mixed", split="test")
-    summary = greedy_evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, max_new_tokens=8)
+    summary = evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, max_new_tokens=8)
     assert summary["all"]["n"] == 4
     assert sum(summary[d]["n"] for d in ("easy", "hard") if d in summary) == 4
     assert 0.0 <= summary["all"]["accuracy"] <= 1.0 and 0.0 <= summary["all"]["tool_use"] <= 1.0
