@@ -1,5 +1,10 @@
 """Command line of the trainer: ``python -m trainer <command>``.
 
+``run`` trains: from a config file or a preset, offline into ``--out`` or reporting to the dashboard:
+
+    python -m trainer run --preset quickstart --max-steps 20 --out var/runs/first
+    python -m trainer run --config run.json --report-url URL --run-token TOKEN
+
 ``rewards`` scores one completion by hand, to see why a reward gives what it gives:
 
     python -m trainer rewards torl --completion response.txt --ground-truth 42
@@ -14,15 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
-
-PROTOCOLS = ("python_markdown", "retool", "artist", "tool_call_json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,11 +54,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rewards.add_argument("--params", default=None, metavar="JSON", help="reward parameters as a JSON object")
     rewards.add_argument(
-        "--protocol", default=None, choices=PROTOCOLS, help="tool-call syntax of the completion (default: the reward's)"
+        "--protocol",
+        default=None,
+        choices=PROTOCOL_NAMES,
+        help="tool-call syntax of the completion (default: the reward's)",
     )
     rewards.add_argument("--step", type=int, default=0, metavar="N", help="training step, for scheduled rewards")
     # Each command reports usage errors with its own parser, so the usage line shown is its own.
     rewards.set_defaults(handler=partial(_rewards, rewards))
+
+    run = commands.add_parser(
+        "run",
+        help="train a policy with GRPO from a config file or a preset",
+        description="Train with GRPO. Offline it writes metrics.jsonl, trajectories.jsonl, log.txt and "
+        "checkpoints into --out; with --report-url and --run-token it also reports to the dashboard.",
+    )
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", type=Path, metavar="FILE", help="run config as JSON (trainer.config.RunConfig)")
+    source.add_argument("--preset", metavar="NAME", help="a preset from trainer.presets, e.g. quickstart")
+    run.add_argument("--max-steps", type=int, metavar="N", help="stop after step N (default: the config's)")
+    run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: var/runs/<time>)")
+    run.add_argument("--report-url", metavar="URL", help="the dashboard's ingest URL for this run")
+    run.add_argument("--run-token", metavar="TOKEN", help="the run's ingest token")
+    run.add_argument("--resume", type=Path, metavar="CHECKPOINT", help="continue from a checkpoint folder")
+    run.add_argument(
+        "--model-cache",
+        type=Path,
+        default=Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models",
+        metavar="DIR",
+        help="where built models are cached (default: $TIRLAB_VAR_DIR/models, else var/models)",
+    )
+    run.set_defaults(handler=partial(_run, run))
     return parser
 
 
@@ -134,3 +165,101 @@ def _ground_truth(text: str) -> Any:
     except json.JSONDecodeError:
         return text
     return value if isinstance(value, list | dict) else text
+
+
+def _load_run_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    from trainer.config import ConfigError, validate_config
+
+    if args.preset is not None:
+        from trainer.presets import preset_config, preset_names
+
+        if args.preset not in preset_names():
+            parser.error(f"unknown preset '{args.preset}'; choose one of: {', '.join(preset_names())}")
+        return preset_config(args.preset)
+    try:
+        data = json.loads(args.config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.error(f"cannot read --config {args.config}: {exc}")
+    except json.JSONDecodeError as exc:
+        parser.error(f"--config {args.config} is not valid JSON ({exc.msg} at line {exc.lineno})")
+    try:
+        return validate_config(data)
+    except ConfigError as exc:
+        parser.error(f"--config {args.config}: {exc}")
+
+
+def _progress_line(result: Any, elapsed_s: float, last_step: int, first_step: int) -> str:
+    metrics = result.metrics
+    done = result.step + 1 - first_step
+    eta = elapsed_s / max(done, 1) * (last_step - result.step - 1)
+    return (
+        f"step {result.step + 1}/{last_step}  accuracy {metrics.get('accuracy', float('nan')):.3f}  "
+        f"tool-call ratio {metrics.get('tool_call_ratio', float('nan')):.3f}  "
+        f"{metrics['timing_s/step']:.1f} s/step  ETA {eta:.0f} s"
+    )
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import time
+    import traceback
+
+    from transformers.utils import logging as transformers_logging
+
+    from trainer.report import Reporter
+    from trainer.train import run_training
+
+    # The console shows one progress line per step; transformers' per-load bars would bury it.
+    transformers_logging.disable_progress_bar()
+
+    if (args.report_url is None) != (args.run_token is None):
+        parser.error("--report-url and --run-token go together")
+    config = _load_run_config(parser, args)
+    out = args.out or Path("var/runs") / time.strftime("%Y%m%d-%H%M%S")
+    last_step = args.max_steps if args.max_steps is not None else config.schedule.max_steps
+    reporter = Reporter(
+        out, report_url=args.report_url, run_token=args.run_token, heartbeat_s=config.schedule.heartbeat_s
+    )
+    (out / "config.json").write_text(json.dumps(config.model_dump(mode="json"), indent=2))
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+        reporter.log(message)
+
+    first_step: int | None = None
+
+    def progress(result: Any, elapsed_s: float) -> None:
+        nonlocal first_step
+        first_step = result.step if first_step is None else first_step
+        print(_progress_line(result, elapsed_s, last_step, first_step), flush=True)
+
+    reporter.set_status("running")
+    try:
+        trainer = run_training(
+            config,
+            reporter=reporter,
+            out_dir=out,
+            model_cache=args.model_cache,
+            max_steps=last_step,
+            resume=args.resume,
+            progress=progress,
+            log=log,
+        )
+    except KeyboardInterrupt:
+        reporter.set_status("cancelled", error="interrupted")
+        reporter.close()
+        return 130
+    except Exception as exc:  # noqa: BLE001 — any failure of training is reported, then re-raised
+        reporter.log(traceback.format_exc(), level="error")
+        reporter.set_status("failed", error=f"{type(exc).__name__}: {exc}")
+        reporter.close()
+        raise
+    checkpoint = None
+    if config.schedule.checkpoint_every:
+        checkpoint = str(trainer.checkpoint())
+    if reporter.stopped_by_dashboard:
+        reporter.close()
+        return 0
+    reporter.set_status("succeeded", checkpoint=checkpoint)
+    reporter.close()
+    print(f"done: {trainer.step} steps, results in {out}", flush=True)
+    return 0

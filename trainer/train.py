@@ -1,0 +1,433 @@
+"""The GRPO training loop: sample prompts, roll out groups with real tool calls, score them, update.
+
+One step:
+  1. take `prompts_per_step` examples (a seeded draw per step, so a resumed run sees the same data),
+  2. roll out G responses each with the async multi-turn loop (the sandbox runs the model's code),
+  3. score each group with the run's reward, drop groups the filter rejects and refill up to a limit,
+  4. compute group-relative advantages and take `ppo_epochs` passes of the clipped policy loss
+     (trainer.grpo) over the trainable tokens, with gradient clipping,
+  5. report the step's metrics and whole groups of trajectories; checkpoint and evaluate on schedule.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from trainer.checkpoint import load_checkpoint, save_checkpoint
+from trainer.config import TINY_MODEL, RunConfig
+from trainer.data import Example, load_dataset
+from trainer.engines.hf import HFEngine
+from trainer.grpo import group_advantages, policy_loss, token_logprobs
+from trainer.metrics import ScoredCompletion, step_metrics, validation_metrics
+from trainer.models import TINY_PROMPT_TEMPLATE, load_policy
+from trainer.prompts import apply_template
+from trainer.protocols import get_protocol
+from trainer.rewards import RewardState, score_group
+from trainer.rollout import RolloutSettings, Trajectory, rollout
+
+# Sequences scored per forward/backward pass; gradients accumulate across them.
+MICRO_BATCH = 16
+
+
+class Reporter(Protocol):
+    """Where a run's results go: the dashboard's ingest endpoint, or files in the output folder."""
+
+    stopped_by_dashboard: bool
+
+    def log_metrics(self, step: int, values: dict[str, float]) -> None: ...
+    def log_trajectories(self, step: int, items: list[dict[str, Any]]) -> None: ...
+    def log(self, message: str, level: str = "info") -> None: ...
+
+
+@dataclass
+class Group:
+    """The G rollouts of one prompt and their rewards."""
+
+    index: int
+    example: Example
+    trajectories: list[Trajectory]
+    rewards: list[Any] = field(default_factory=list)
+
+    @property
+    def scored(self) -> list[ScoredCompletion]:
+        return [ScoredCompletion(t.completion, r) for t, r in zip(self.trajectories, self.rewards, strict=True)]
+
+
+@dataclass
+class StepResult:
+    step: int
+    metrics: dict[str, float]
+    groups: list[Group]
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _scheduler(
+    optimizer: torch.optim.Optimizer, config: RunConfig, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    warmup, kind = config.optim.warmup_steps, config.optim.lr_schedule
+
+    def factor(step: int) -> float:
+        if warmup and step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        if kind == "linear":
+            return max(0.0, 1.0 - progress)
+        if kind == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+        return 1.0
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class Trainer:
+    """Holds the policy, optimizer, data and reward state of one run."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        reporter: Reporter,
+        out_dir: Path,
+        model_cache: Path,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        if config.engine != "hf":
+            raise ValueError(
+                f"engine '{config.engine}' is not available in this build; use engine 'hf' "
+                "(the vLLM engine needs a GPU machine and requirements-gpu.txt)"
+            )
+        self.config, self.reporter, self.out_dir, self.log = config, reporter, out_dir, log
+        _seed_everything(config.seed)
+        self.model, self.tokenizer = load_policy(
+            config.model.name_or_path, dtype=config.model.dtype, cache_dir=model_cache, log=log
+        )
+        # The reference model exists only when the KL term does (k3 estimator in trainer.grpo).
+        self.ref_model = copy.deepcopy(self.model).eval() if config.grpo.kl_coef > 0 else None
+        # One intra-op thread: the tiny model's small matmuls run slower with two on two cores.
+        threads = 1 if config.model.name_or_path == TINY_MODEL else None
+        self.engine = HFEngine(self.model, self.tokenizer, num_threads=threads)
+        self.settings = RolloutSettings.from_config(config)
+        self.protocol = get_protocol(config.tools.protocol)
+        self.template = config.data.prompt_template or (
+            TINY_PROMPT_TEMPLATE if config.model.name_or_path == TINY_MODEL else None
+        )
+        self.train_data = load_dataset(config.data.train_dataset, split="train", seed=config.seed)
+        if not self.train_data:
+            raise ValueError(f"dataset {config.data.train_dataset!r} has no examples")
+        self.val_data = (
+            load_dataset(config.data.val_dataset, split="test", seed=config.seed) if config.data.val_dataset else []
+        )
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.optim.learning_rate)
+        self.scheduler = _scheduler(self.optimizer, config, config.schedule.max_steps)
+        self.reward_state = RewardState()
+        self.step = 0
+
+    # -- data -----------------------------------------------------------------------------------
+
+    def prompt_ids(self, example: Example) -> list[int]:
+        messages = apply_template(example, self.config.tools.protocol, self.template)
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        limit = self.config.data.max_prompt_tokens
+        # Keep the end: it holds the question and the assistant turn the model continues from.
+        return ids[-limit:]
+
+    def draw(self, step: int, attempt: int, count: int) -> list[tuple[int, Example]]:
+        """A seeded draw per (step, attempt): the same on a resumed run as on an uninterrupted one."""
+        rng = random.Random(f"{self.config.seed}:{step}:{attempt}")
+        indices = rng.sample(range(len(self.train_data)), min(count, len(self.train_data)))
+        return [(i, self.train_data[i]) for i in indices]
+
+    # -- rollout and reward -----------------------------------------------------------------------
+
+    def roll(self, examples: Sequence[tuple[int, Example]], *, group_size: int, seed: int, greedy: bool = False):
+        settings = dataclasses.replace(self.settings, temperature=0.0) if greedy else self.settings
+        prompts = [self.prompt_ids(example) for _, example in examples for _ in range(group_size)]
+        result = rollout(self.engine, prompts, settings, seed=seed)
+        self.engine.clear_cache()
+        groups = []
+        for g, (index, example) in enumerate(examples):
+            trajectories = result.trajectories[g * group_size : (g + 1) * group_size]
+            groups.append(Group(index=index, example=example, trajectories=trajectories))
+        return groups, result
+
+    def score(self, groups: list[Group], step: int) -> None:
+        reward = self.config.reward
+        for group in groups:
+            group.rewards = score_group(
+                reward.name,
+                [t.completion for t in group.trajectories],
+                group.example.ground_truth,
+                params=reward.params,
+                step=step,
+                prompt_id=group.example.id,
+                state=self.reward_state,
+            )
+
+    def keep(self, group: Group) -> bool:
+        """Dynamic filtering: groups without a GRPO signal, or outside the accuracy band, are dropped."""
+        rules = self.config.filtering
+        totals = [r.total for r in group.rewards]
+        if rules.drop_all_same_reward and max(totals) - min(totals) < 1e-9:
+            return False
+        accuracy = sum(r.correct for r in group.rewards) / len(group.rewards)
+        if rules.accuracy_min is not None and accuracy < rules.accuracy_min:
+            return False
+        return not (rules.accuracy_max is not None and accuracy > rules.accuracy_max)
+
+    def collect(self, step: int) -> tuple[list[Group], dict[str, float]]:
+        """Roll out and score a step's groups, refilling filtered-out groups up to the resample limit."""
+        wanted, group_size = self.config.rollout.prompts_per_step, self.config.rollout.group_size
+        kept: list[Group] = []
+        timing = {"timing_s/gen": 0.0, "timing_s/tool": 0.0, "timing_s/rollout": 0.0, "reward_s": 0.0}
+        seen: list[Group] = []
+        for attempt in range(self.config.filtering.max_resample_batches + 1):
+            need = wanted - len(kept)
+            if need <= 0:
+                break
+            groups, result = self.roll(
+                self.draw(step, attempt, need if attempt else wanted),
+                group_size=group_size,
+                seed=self.config.seed * 1_000_003 + step * 101 + attempt,
+            )
+            timing["timing_s/gen"] += result.gen_s
+            timing["timing_s/tool"] += result.tool_s
+            timing["timing_s/rollout"] += result.wall_s
+            started = time.perf_counter()
+            self.score(groups, step)
+            timing["reward_s"] += time.perf_counter() - started
+            seen += groups
+            kept += [g for g in groups if self.keep(g)][:need]
+        # Metrics describe everything sampled; the update uses only the kept groups.
+        metrics = step_metrics([g.scored for g in seen])
+        metrics["groups/kept"] = float(len(kept))
+        metrics["groups/sampled"] = float(len(seen))
+        metrics["timing_s/reward"] = timing.pop("reward_s")
+        metrics.update(timing)
+        return kept, metrics
+
+    # -- update ---------------------------------------------------------------------------------
+
+    def _batch(self, items: list[tuple[Trajectory, float]]) -> dict[str, torch.Tensor]:
+        width = max(len(t.prompt_ids) + len(t.response_ids) for t, _ in items)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids, attention, mask, advantages = [], [], [], []
+        for trajectory, advantage in items:
+            row = trajectory.prompt_ids + trajectory.response_ids
+            fill = width - len(row)
+            ids.append(row + [pad] * fill)
+            attention.append([1] * len(row) + [0] * fill)
+            mask.append([0] * len(trajectory.prompt_ids) + list(trajectory.loss_mask) + [0] * fill)
+            advantages.append(advantage)
+        return {
+            "input_ids": torch.tensor(ids),
+            "attention_mask": torch.tensor(attention),
+            "mask": torch.tensor(mask, dtype=torch.float32),
+            "advantages": torch.tensor(advantages, dtype=torch.float32),
+        }
+
+    def update(self, groups: list[Group]) -> dict[str, float]:
+        """PPO-clip epochs over the kept groups; returns the loss statistics."""
+        grpo, temperature = self.config.grpo, max(self.config.rollout.temperature, 1e-6)
+        advantages = group_advantages([[r.total for r in g.rewards] for g in groups], scale_by_std=grpo.scale_by_std)
+        items = [
+            (trajectory, float(advantage))
+            for group, group_adv in zip(groups, advantages, strict=True)
+            for trajectory, advantage in zip(group.trajectories, group_adv.tolist(), strict=True)
+        ]
+        batches = [self._batch(items[i : i + MICRO_BATCH]) for i in range(0, len(items), MICRO_BATCH)]
+        # The sampling policy's log-probs, recomputed with the training forward pass so the ratio
+        # starts at exactly 1 (the engine's top-p truncation is not part of the trained distribution).
+        with torch.no_grad():
+            for batch in batches:
+                batch["old_logprobs"], _ = token_logprobs(
+                    self.model, batch["input_ids"], batch["attention_mask"], temperature=temperature
+                )
+                if self.ref_model is not None:
+                    batch["ref_logprobs"], _ = token_logprobs(
+                        self.ref_model, batch["input_ids"], batch["attention_mask"], temperature=temperature
+                    )
+        tokens = sum(float(b["mask"].sum()) for b in batches)
+        sequences = sum(float((b["mask"].sum(-1) > 0).sum()) for b in batches)
+        stats: dict[str, list[float]] = {}
+        grad_norms = []
+        self.model.train()
+        for _ in range(self.config.optim.ppo_epochs):
+            self.optimizer.zero_grad(set_to_none=True)
+            for batch in batches:
+                logprobs, entropy = token_logprobs(
+                    self.model, batch["input_ids"], batch["attention_mask"], temperature=temperature
+                )
+                loss, batch_stats = policy_loss(
+                    logprobs,
+                    batch["old_logprobs"],
+                    batch["advantages"],
+                    batch["mask"],
+                    clip_low=grpo.clip_low,
+                    clip_high=grpo.clip_high,
+                    loss_agg=grpo.loss_agg,
+                    ref_logprobs=batch.get("ref_logprobs"),
+                    kl_coef=grpo.kl_coef,
+                    entropy=entropy,
+                    entropy_coef=grpo.entropy_coef,
+                )
+                # Micro-batch losses are means over their own tokens (or sequences); weighting
+                # by their share makes the accumulated gradient that of the whole batch.
+                share = (
+                    float(batch["mask"].sum()) / max(tokens, 1.0)
+                    if grpo.loss_agg == "token-mean"
+                    else float((batch["mask"].sum(-1) > 0).sum()) / max(sequences, 1.0)
+                )
+                (loss * share).backward()
+                for name, value in batch_stats.items():
+                    stats.setdefault(name, []).append(value * share)
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.grad_clip or float("inf"))
+            grad_norms.append(float(norm))
+            self.optimizer.step()
+        self.scheduler.step()
+        self.model.eval()
+        epochs = self.config.optim.ppo_epochs
+        result = {f"actor/{name}": sum(values) / epochs for name, values in stats.items()}
+        result["actor/grad_norm"] = sum(grad_norms) / len(grad_norms)
+        result["actor/lr"] = self.optimizer.param_groups[0]["lr"]
+        result["actor/trained_tokens"] = tokens
+        return result
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def train_step(self) -> StepResult:
+        step = self.step
+        started = time.perf_counter()
+        groups, metrics = self.collect(step)
+        train_started = time.perf_counter()
+        if groups:
+            metrics.update(self.update(groups))
+        metrics["timing_s/train"] = time.perf_counter() - train_started
+        metrics["timing_s/step"] = time.perf_counter() - started
+        generated = sum(t.completion.response_tokens or 0 for g in groups for t in g.trajectories)
+        metrics["perf/tokens_per_s"] = generated / max(metrics["timing_s/gen"], 1e-9)
+        self.step += 1
+        return StepResult(step=step, metrics=metrics, groups=groups)
+
+    def evaluate(self, step: int) -> dict[str, float]:
+        """Greedy accuracy, and pass@k from k samples per prompt, on the validation split."""
+        if not self.val_data:
+            return {}
+        examples = list(enumerate(self.val_data))
+        greedy, _ = self.roll(examples, group_size=1, seed=step, greedy=True)
+        self.score(greedy, step)
+        metrics = validation_metrics([g.scored for g in greedy], k=1)
+        k = self.config.schedule.eval_pass_k
+        if k > 1:
+            sampled, _ = self.roll(examples, group_size=k, seed=step)
+            self.score(sampled, step)
+            pass_k = validation_metrics([g.scored for g in sampled], k=k)
+            metrics[f"val/pass@{k}"] = pass_k[f"val/pass@{k}"]
+        return metrics
+
+    def checkpoint(self) -> Path:
+        return save_checkpoint(
+            self.out_dir / "checkpoints" / f"step-{self.step}",
+            model=self.model,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            step=self.step,
+            reward_state=self.reward_state.to_dict(),
+            config=self.config.model_dump(mode="json"),
+        )
+
+    def resume(self, path: Path) -> None:
+        state = load_checkpoint(path, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler)
+        self.step = state["step"]
+        self.reward_state = RewardState.from_dict(state["reward_state"])
+
+
+def trajectory_report(group: Group, trajectory: Trajectory, reward: Any, sample: int, step: int, protocol) -> dict:
+    """One trajectory in the ingest schema: its turns, with each tool output's status and duration."""
+    completion = trajectory.completion
+    executions = list(completion.executions)
+    turns, calls = [], iter(executions)
+    for segment in protocol.segments(completion.text, tool_outputs=len(executions)):
+        if segment.kind == "model":
+            turns.append({"kind": "model", "text": segment.text})
+        else:
+            execution = next(calls, None)
+            turn = {"kind": "tool", "text": segment.text}
+            if execution is not None:
+                turn.update(call=execution.call, status=execution.status, duration_ms=execution.duration_ms)
+            turns.append(turn)
+    return {
+        "step": step,
+        "prompt_index": group.index,
+        "sample_index": sample,
+        "prompt": group.example.prompt,
+        "turns": turns,
+        "final_answer": protocol.final_answer(completion.text, tool_outputs=len(executions)) or "",
+        "ground_truth": group.example.ground_truth,
+        "reward": float(reward.total),
+        "reward_components": {k: float(v) for k, v in reward.components.items()},
+        "correct": bool(reward.correct),
+        "tool_call_count": len(executions),
+        "truncated": completion.truncated,
+        "prompt_tokens": len(trajectory.prompt_ids),
+        "response_tokens": completion.response_tokens,
+    }
+
+
+def run_training(
+    config: RunConfig,
+    *,
+    reporter: Reporter,
+    out_dir: Path,
+    model_cache: Path,
+    max_steps: int | None = None,
+    resume: Path | None = None,
+    progress: Callable[[StepResult, float], None] | None = None,
+    log: Callable[[str], None] = print,
+) -> Trainer:
+    """Train until max_steps (or the config's), reporting every step; returns the trainer."""
+    trainer = Trainer(config, reporter=reporter, out_dir=out_dir, model_cache=model_cache, log=log)
+    if resume is not None:
+        trainer.resume(resume)
+        reporter.log(f"resumed from {resume} at step {trainer.step}")
+    last = max_steps if max_steps is not None else config.schedule.max_steps
+    schedule = config.schedule
+    started = time.perf_counter()
+    while trainer.step < last:
+        result = trainer.train_step()
+        metrics = dict(result.metrics)
+        if schedule.eval_every and trainer.step % schedule.eval_every == 0:
+            metrics.update(trainer.evaluate(result.step))
+        reporter.log_metrics(result.step, metrics)
+        reported = result.groups[: config.rollout.trajectories_to_report]
+        reporter.log_trajectories(
+            result.step,
+            [
+                trajectory_report(group, t, r, sample, result.step, trainer.protocol)
+                for group in reported
+                for sample, (t, r) in enumerate(zip(group.trajectories, group.rewards, strict=True))
+            ],
+        )
+        if schedule.checkpoint_every and trainer.step % schedule.checkpoint_every == 0:
+            reporter.log(f"checkpoint saved to {trainer.checkpoint()}")
+        if progress is not None:
+            progress(result, time.perf_counter() - started)
+        if getattr(reporter, "stopped_by_dashboard", False):
+            reporter.log("the dashboard stopped this run")
+            break
+    return trainer
