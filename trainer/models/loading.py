@@ -43,13 +43,10 @@ def load_policy(
     `cache_dir`), a local Hugging Face directory, or a hub id (needs a network)."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
-    if name_or_path == TINY_MODEL:
-        path = tiny_checkpoint(cache_dir, log=log)
-    else:
-        path = Path(name_or_path)
-        if not path.is_dir():
-            # Not a directory: a hub id, resolved by transformers against its own cache or the hub.
-            path = None
+    path: Path | None = tiny_checkpoint(cache_dir, log=log) if name_or_path == TINY_MODEL else Path(name_or_path)
+    if path is not None and not path.is_dir():
+        # Not a directory: a hub id, resolved by transformers against its own cache or the hub.
+        path = None
     source = str(path) if path is not None else name_or_path
     tokenizer = _load_tokenizer(source, path)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=_DTYPES[dtype])
