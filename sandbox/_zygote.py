@@ -476,7 +476,11 @@ class Zygote:
                 os.kill(ex.pid, signal.SIGKILL)
 
     def on_exit(self, ex: Execution) -> None:
-        _, wait_status = os.waitpid(ex.pid, 0)
+        # WNOHANG: a readiness event is only a hint (fd numbers get reused within one batch), and a
+        # blocking wait on a live snippet would stall every other execution.
+        pid, wait_status = os.waitpid(ex.pid, os.WNOHANG)
+        if pid == 0:
+            return
         ex.wait_status = wait_status
         self.sel.unregister(ex.pidfd)
         del self.by_fd[ex.pidfd]

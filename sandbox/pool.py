@@ -88,6 +88,7 @@ class _Zygote:
             "tmpfs_mb": pool.tmpfs_mb,
         })
         self.lock = threading.Lock()
+        self.write_lock = threading.Lock()
         self.inflight: dict[int, concurrent.futures.Future[Result]] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.info: dict[str, Any] = {}
@@ -166,10 +167,13 @@ class _Zygote:
             proc = self.proc
             assert proc is not None and proc.stdin is not None
             self.inflight[req_id] = fut
+        # Written outside self.lock: the reader thread needs that lock to hand out answers, and a
+        # zygote blocked on sending answers stops reading requests, so holding it here could deadlock.
+        with self.write_lock:
             try:
                 proc.stdin.write(frame)
                 proc.stdin.flush()
-            except OSError:
+            except (OSError, ValueError):
                 # The reader thread sees the same death and answers every in-flight call.
                 proc.kill()
 
