@@ -6,6 +6,12 @@ read from fd 0 as length-prefixed JSON frames, answering Results on fd 1. Every 
 fresh fork, so nothing one snippet defines or imports reaches the next, and the zygote itself never
 runs model code.
 
+Children are forked ahead of time ("spares"): a spare is already in its own session, under the
+unique uid of the execution it will serve, with its rlimits, fresh working directory and scrubbed
+environment, and waits on a pipe. A request only hands it its code (through a memfd) and wakes it;
+the fork, the set-up and, after the Result, the teardown and reaping all happen off the request
+path. A spare serves exactly one snippet and then dies, like any other child.
+
 This module must stay importable without Django, webapp or trainer, and without numpy/sympy (they
 are imported in main() only).
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import gc
 import heapq
 import io
@@ -75,6 +82,7 @@ class Config:
     open_files: int
     processes: int
     tmpfs_mb: int
+    spares: int = 2
 
 
 def isolate(cfg: Config) -> dict[str, Any]:
@@ -137,6 +145,13 @@ def _expose_interpreter() -> None:
                 os.close(fd)
 
 
+def _pwrite_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    offset = 0
+    while offset < len(view):
+        offset += os.pwrite(fd, view[offset:], offset)
+
+
 def _close_from(lowfd: int) -> None:
     # close_range(2) is one system call; closing 65,536 descriptors one by one costs milliseconds.
     if _libc.syscall(SYS_close_range, lowfd, 0xFFFFFFFF, 0) != 0:
@@ -164,21 +179,24 @@ def _exit_code_of(exc: SystemExit) -> tuple[int, str]:
     return 1, f"{code}\n"
 
 
-def child_main(req: dict[str, Any], uid: int | None, workdir: str, fds: tuple[int, int, int, int],
-               cfg: Config, root_path: str) -> None:
-    """Runs in the forked child; never returns."""
+def child_main(uid: int | None, workdir: str, fds: tuple[int, int, int, int, int, int], cfg: Config,
+               root_path: str) -> None:
+    """Runs in the forked child; never returns.
+
+    Everything but the request-dependent address-space cap is set up before the child learns its
+    code: it then blocks on fd 4 (the go pipe) until the zygote hands it a request in fd 5 (a
+    memfd), closes both and runs the snippet.
+    """
     try:
-        stdin_fd, out_w, err_w, st_w = fds
+        zygote_pid = os.getppid()
         os.setsid()  # its own session and process group, so a timeout can kill the group at once
-        for target, fd in ((0, stdin_fd), (1, out_w), (2, err_w), (3, st_w)):
-            os.dup2(fd, target, inheritable=True)
+        # Moved above every target number first, so that no dup2 below overwrites a source.
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 16) for fd in fds]
+        for target, fd in enumerate(high):  # 0 stdin, 1 stdout, 2 stderr, 3 status, 4 go, 5 request
+            os.dup2(fd, target, inheritable=target < 4)
         # Nothing of the zygote (its request pipe, other snippets' pipes) may stay reachable.
-        _close_from(4)
+        _close_from(6)
         os.chdir(workdir)
-        mem = int(req.get("memory_mb", 1024)) << 20
-        # The fork already maps the interpreter, numpy and sympy: the cap is on top of that.
-        address_space = _vm_size() + mem
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         fsize = cfg.file_size_mb << 20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
@@ -194,6 +212,8 @@ def child_main(req: dict[str, Any], uid: int | None, workdir: str, fds: tuple[in
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         # Set after the uid change, which clears it: if the zygote dies, its snippets die with it.
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != zygote_pid:  # the zygote died before the line above took effect
+            os._exit(125)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.environ["HOME"] = workdir
         os.environ["TMPDIR"] = workdir
@@ -207,11 +227,32 @@ def child_main(req: dict[str, Any], uid: int | None, workdir: str, fds: tuple[in
                                       errors="backslashreplace", write_through=False)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                       errors="backslashreplace", line_buffering=True)
+        # The fork already maps the interpreter, numpy and sympy: the address-space cap goes on top of
+        # what is mapped now, set up and ready (measured here, off the request path).
+        base_vm = _vm_size()
+        # Ready: wait for the one request this child will ever serve (EOF: the zygote gave it up).
+        if not os.read(4, 1):
+            os._exit(0)
+        size = os.fstat(5).st_size
+        data = bytearray()
+        while len(data) < size:
+            chunk = os.pread(5, size - len(data), len(data))
+            if not chunk:
+                break
+            data += chunk
+        os.close(4)
+        os.close(5)
+        req = json.loads(bytes(data))
+        del data
+        address_space = base_vm + (int(req.get("memory_mb", 1024)) << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+        code = req["code"]
+        del req
     except BaseException:  # noqa: BLE001 - a child that cannot be set up must still exit, not return
         with contextlib.suppress(BaseException):
             os.write(2, traceback.format_exc().encode())
         os._exit(125)
-    _run_snippet(req["code"])
+    _run_snippet(code)
 
 
 def _print_snippet_traceback() -> None:
@@ -257,15 +298,16 @@ def _run_snippet(code: str) -> None:
 
 @dataclass
 class Execution:
-    req_id: int
-    req: dict[str, Any]
     uid: int | None
     workdir: str
     pid: int
     pidfd: int
     fds: dict[int, str]  # read fd -> "out" | "err" | "st"
-    started: float
-    deadline: float
+    hand_over: list[int]  # the zygote's ends for the request: stdin memfd, request memfd, go pipe
+    req_id: int | None = None  # None while it is a spare waiting for its request
+    req: dict[str, Any] | None = None
+    started: float = 0.0
+    deadline: float = 0.0
     out: bytearray = field(default_factory=bytearray)
     err: bytearray = field(default_factory=bytearray)
     st: bytearray = field(default_factory=bytearray)
@@ -292,6 +334,9 @@ class Zygote:
         self.seq = 0
         self.closing = False
         self.root_path = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
+        self.spares: deque[Execution] = deque()  # forked, set up, waiting for a request (oldest first)
+        self.spare_target = max(0, cfg.spares)
+        self.spare_failures = 0
 
     # --- protocol ---------------------------------------------------------------------------
 
@@ -321,52 +366,63 @@ class Zygote:
     # --- executions -------------------------------------------------------------------------
 
     def slots_busy(self) -> int:
-        return sum(1 for ex in self.running.values() if not ex.answered)
+        return sum(1 for ex in self.running.values() if ex.req_id is not None and not ex.answered)
 
     def start_queued(self) -> None:
-        while self.queue and self.free_uids and self.slots_busy() < self.cfg.slots:
+        while self.queue and (self.spares or self.free_uids) and self.slots_busy() < self.cfg.slots:
             req_id, req = self.queue.popleft()
             try:
-                self.start(req_id, req)
+                ex = self.spares.popleft() if self.spares else self.fork_child()
+                self.assign(ex, req_id, req)
             except Exception as exc:  # noqa: BLE001 - a failed start is answered, never lost
                 self.send({"id": req_id, "result": {"status": "killed", "stderr": f"sandbox could not start: {exc}"}})
 
-    def start(self, req_id: int, req: dict[str, Any]) -> None:
+    def refill(self) -> bool:
+        """Fork one spare if fewer than wanted are waiting; True if more are still wanted after it."""
+        if self.closing or len(self.spares) >= self.spare_target or not self.free_uids:
+            return False
+        if any(ex.answered and ex.wait_status is None for ex in self.running.values()):
+            # Reaping (and removing the working directory of) what has answered comes first; the
+            # pidfd event wakes the loop again, and the spare is forked after it.
+            return False
+        try:
+            self.spares.append(self.fork_child())
+        except Exception as exc:  # noqa: BLE001 - no spare now; requests fork on demand instead
+            self.spare_target = 0
+            self.info["problems"].append(f"cannot fork spare children ahead ({exc}); forking per request")
+            return False
+        return len(self.spares) < self.spare_target and bool(self.free_uids)
+
+    def fork_child(self) -> Execution:
+        """Fork a child that sets itself up (session, uid, rlimits, working dir) and waits for its request."""
         uid = self.free_uids.popleft()
         self.seq += 1
         workdir = os.path.join(WORK_ROOT, f"{uid}-{self.seq}")
-        os.mkdir(workdir, 0o700)
+        opened: list[int] = []
         try:
-            for rel, content in (req.get("files") or {}).items():
-                path = os.path.join(workdir, rel)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "wb") as f:
-                    f.write(bytes.fromhex(content))
+            os.mkdir(workdir, 0o700)
             if self.root:
-                for dirpath, dirnames, filenames in os.walk(workdir):
-                    for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
-                        os.chown(name, uid, uid)
-            stdin_fd = os.memfd_create("stdin", 0)
-            os.write(stdin_fd, req.get("stdin", "").encode())
-            os.lseek(stdin_fd, 0, os.SEEK_SET)
-            out_r, out_w = os.pipe()
-            err_r, err_w = os.pipe()
-            st_r, st_w = os.pipe()
+                os.chown(workdir, uid, uid)
+            opened.append(os.memfd_create("stdin", 0))
+            opened.append(os.memfd_create("request", 0))
+            opened.extend(os.pipe())  # go: read end for the child, write end for us
+            for _ in range(3):
+                opened.extend(os.pipe())
         except BaseException:
+            for fd in opened:
+                os.close(fd)
             self.free_uids.append(uid)
             shutil.rmtree(workdir, ignore_errors=True)
             raise
-        started = time.monotonic()
+        stdin_fd, req_fd, go_r, go_w, out_r, out_w, err_r, err_w, st_r, st_w = opened
         pid = os.fork()
         if pid == 0:
-            child_main(req, uid if self.root else None, workdir, (stdin_fd, out_w, err_w, st_w), self.cfg,
+            child_main(uid if self.root else None, workdir, (stdin_fd, out_w, err_w, st_w, go_r, req_fd), self.cfg,
                        self.root_path)
-        for fd in (stdin_fd, out_w, err_w, st_w):
+        for fd in (out_w, err_w, st_w, go_r):
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        timeout = float(req.get("timeout_s", 10))
-        ex = Execution(req_id, req, uid, workdir, pid, pidfd, {out_r: "out", err_r: "err", st_r: "st"},
-                       started, started + timeout)
+        ex = Execution(uid, workdir, pid, pidfd, {out_r: "out", err_r: "err", st_r: "st"}, [stdin_fd, req_fd, go_w])
         self.running[pid] = ex
         for fd in (out_r, err_r, st_r):
             os.set_blocking(fd, False)
@@ -374,7 +430,46 @@ class Zygote:
             self.sel.register(fd, selectors.EVENT_READ, "pipe")
         self.by_fd[pidfd] = ex
         self.sel.register(pidfd, selectors.EVENT_READ, "pidfd")
-        heapq.heappush(self.deadlines, (ex.deadline, pid, req_id))
+        return ex
+
+    @staticmethod
+    def close_hand_over(ex: Execution) -> None:
+        for fd in ex.hand_over:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        ex.hand_over = []
+
+    def assign(self, ex: Execution, req_id: int, req: dict[str, Any]) -> None:
+        """Hand a ready child its request; from here on its clock runs."""
+        ex.req_id = req_id
+        ex.req = req
+        ex.started = time.monotonic()
+        ex.deadline = ex.started + float(req.get("timeout_s", 10))
+        try:
+            for rel, content in (req.get("files") or {}).items():
+                path = os.path.join(ex.workdir, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(bytes.fromhex(content))
+            if self.root and req.get("files"):
+                for dirpath, dirnames, filenames in os.walk(ex.workdir):
+                    for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
+                        os.chown(name, ex.uid, ex.uid)
+            stdin_fd, req_fd, go_w = ex.hand_over
+            _pwrite_all(stdin_fd, req.get("stdin", "").encode())
+            _pwrite_all(req_fd, json.dumps({"code": req["code"], "memory_mb": req.get("memory_mb", 1024)}).encode())
+        except BaseException:
+            # This child will never run anything: it goes, and the request is answered by the caller.
+            ex.req_id = None
+            self.close_hand_over(ex)
+            self.kill(ex, "killed")
+            raise
+        try:
+            os.write(go_w, b"\0")
+        except OSError:
+            pass  # it died while waiting: its exit (and stderr) become the Result, through on_exit
+        self.close_hand_over(ex)
+        heapq.heappush(self.deadlines, (ex.deadline, ex.pid, req_id))
 
     def read_pipe(self, fd: int, ex: Execution, max_reads: int = 64) -> None:
         """Read what is there now (bounded, so a writer that outlives a kill cannot pin us here).
@@ -427,7 +522,7 @@ class Zygote:
 
     def answer(self, ex: Execution) -> None:
         """Send the Result as soon as it is known; cleanup of the processes continues afterwards."""
-        if ex.answered:
+        if ex.answered or ex.req_id is None:
             return
         self.drain(ex)
         ex.answered = True
@@ -469,7 +564,9 @@ class Zygote:
         self.start_queued()
 
     def on_status(self, ex: Execution) -> None:
-        if len(ex.st.decode(errors="replace").split()) == 2 and not ex.answered and ex.forced is None:
+        if (ex.req_id is not None and len(ex.st.decode(errors="replace").split()) == 2 and not ex.answered
+                and ex.forced is None):
+            self.spare_failures = 0
             self.answer(ex)
             # It is only os._exit() away from gone; make sure no thread of it lingers.
             with contextlib.suppress(ProcessLookupError):
@@ -490,7 +587,19 @@ class Zygote:
         # Leftovers die before the Result of a killed or crashed snippet goes out, so a caller that
         # sees "timeout" can rely on nothing of it running any more.
         self.sweep(ex)
-        if not ex.answered:
+        if ex.req_id is None:
+            # A spare that died before it got a request (set-up failure, or shut down): no Result.
+            with contextlib.suppress(ValueError):
+                self.spares.remove(ex)
+            self.close_hand_over(ex)
+            if ex.forced is None and not self.closing:
+                self.spare_failures += 1
+                if self.spare_failures >= 3 and self.spare_target:
+                    # Requests then fork their child on demand, and see why set-up fails.
+                    self.spare_target = 0
+                    self.info["problems"].append("spare children keep dying before their request; forking "
+                                                 f"per request (last stderr: {ex.err[-500:].decode(errors='replace')})")
+        elif not ex.answered:
             self.answer(ex)
         for fd in list(ex.fds):
             self.drop_fd(fd, ex)
@@ -562,11 +671,14 @@ class Zygote:
     def serve(self) -> None:
         self.sel.register(self.in_fd, selectors.EVENT_READ, "requests")
         self.send({"hello": True, "pid": os.getpid(), **self.info, "unprivileged": self.root})
+        want_spare = self.refill()
         while not (self.closing and not self.running):
             if self.closing:
                 for ex in list(self.running.values()):
                     self.kill(ex, "killed")
             timeout = self.expire()
+            if want_spare:
+                timeout = 0
             for key, _ in self.sel.select(timeout):
                 fd = key.fd
                 if key.data == "requests":
@@ -586,6 +698,9 @@ class Zygote:
                     self.on_status(ex)
                 else:
                     self.read_pipe(fd, ex)
+            # Answers and new requests first; then one spare per round, so forking ahead never
+            # delays a request by more than one fork.
+            want_spare = self.refill()
 
 
 def _warm_up(info: dict[str, Any]) -> None:

@@ -86,6 +86,7 @@ class _Zygote:
             "open_files": pool.open_files,
             "processes": pool.processes,
             "tmpfs_mb": pool.tmpfs_mb,
+            "spares": pool.spares,
         })
         self.lock = threading.Lock()
         self.write_lock = threading.Lock()
@@ -198,7 +199,8 @@ class SandboxPool:
     """
 
     def __init__(self, size: int | None = None, *, zygotes: int | None = None, output_limit: int = DEFAULT_OUTPUT_LIMIT,
-                 file_size_mb: int = 64, open_files: int = 256, processes: int = 64, tmpfs_mb: int = 1024) -> None:
+                 file_size_mb: int = 64, open_files: int = 256, processes: int = 64, tmpfs_mb: int = 1024,
+                 spares: int = 2) -> None:
         self.size = max(1, size if size is not None else default_workers())
         # One zygote per core: forks and result handling spread over the cores.
         n = max(1, min(self.size, zygotes if zygotes is not None else (os.cpu_count() or 1)))
@@ -207,6 +209,9 @@ class SandboxPool:
         self.open_files = open_files
         self.processes = processes
         self.tmpfs_mb = tmpfs_mb
+        # Children each zygote keeps forked and set up ahead (own session, uid, rlimits, working
+        # dir), waiting for a request: the fork and set-up are then off the request path.
+        self.spares = max(0, spares)
         self.closed = False
         self._ids = itertools.count(1)
         slots = math.ceil(self.size / n)
