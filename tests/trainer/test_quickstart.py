@@ -1,0 +1,65 @@
+"""The quickstart through the real loop: the cold-started tiny model, the sandbox, rewards, updates.
+
+The first run builds the cold start (SFT, a few minutes on 2 cores) into the model cache; later
+runs load it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL_CACHE = Path(os.environ.get("TIRLAB_VAR_DIR") or REPO / "var") / "models"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def small_quickstart() -> dict:
+    return {
+        "data": {"train_dataset": "arithmetic", "max_response_tokens": 96},
+        "rollout": {"prompts_per_step": 4, "group_size": 4, "trajectories_to_report": 2},
+        "optim": {"learning_rate": 3e-5},
+        "schedule": {"max_steps": 3, "checkpoint_every": 3},
+    }
+
+
+def test_three_quickstart_steps_write_complete_consistent_files(tmp_path):
+    """The cold-started tiny model calls the tool about half the time: real code runs in the sandbox."""
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(small_quickstart()))
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", "--config", str(config_file), "--out", str(out),
+         "--model-cache", str(MODEL_CACHE)],
+        cwd=REPO, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "step 3/3" in done.stdout
+
+    metrics = read_jsonl(out / "metrics.jsonl")
+    assert [m["step"] for m in metrics] == [0, 1, 2]
+    for m in metrics:
+        for name in ("accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "reward/mean",
+                     "timing_s/gen", "timing_s/tool", "timing_s/train", "timing_s/step", "actor/grad_norm"):
+            assert name in m["values"], name  # fmt: skip
+
+    trajectories = read_jsonl(out / "trajectories.jsonl")
+    assert len(trajectories) == 3 * 2 * 4  # steps × reported groups × group size
+    assert sum(t["tool_call_count"] for t in trajectories) > 0
+    for t in trajectories:
+        tool_turns = [turn for turn in t["turns"] if turn["kind"] == "tool"]
+        assert len(tool_turns) == t["tool_call_count"]
+        assert all(turn["status"] in ("ok", "error", "timeout") for turn in tool_turns)
+        assert t["reward"] in (1.0, -1.0) and t["correct"] == (t["reward"] == 1.0)
+        assert 0 < t["response_tokens"] <= 96
+    by_step = {m["step"]: m["values"] for m in metrics}
+    for step in range(3):
+        reported = [t for t in trajectories if t["step"] == step]
+        assert {t["prompt_index"] for t in reported} and len(reported) == 8
+        assert by_step[step]["groups/sampled"] == 4
+    assert (out / "checkpoints" / "step-3" / "trainer_state.pt").is_file()
+    assert json.loads((out / "status.json").read_text().splitlines()[-1])["status"] == "succeeded"
