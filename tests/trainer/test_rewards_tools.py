@@ -12,7 +12,7 @@ TIME = {"name": "get_time", "parameters": {"zone": "CET"}}
 
 
 def gt_text(*calls: dict, response: str | None = None) -> str:
-    text = "<think>placeholder</think>\n"
+    text = "<think>the user wants the weather</think>\n"
     if calls:
         text += "<tool_call>\n" + "\n".join(json.dumps(c) for c in calls) + "\n</tool_call>"
     if response is not None:

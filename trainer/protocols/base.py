@@ -11,6 +11,7 @@ it is tool text.
 """
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -88,7 +89,7 @@ def output_failed(text: str) -> bool:
     return "Error" in text
 
 
-class Protocol:
+class Protocol(ABC):
     """Base of the tool protocols. Subclasses set the class attributes and the two regexes."""
 
     name: ClassVar[str]
@@ -107,13 +108,13 @@ class Protocol:
             return []
         return [self.stop_marker]
 
+    @abstractmethod
     def extract_call(self, text: str) -> str | None:
         """The call to execute from text that just stopped at the tool marker, or None."""
-        raise NotImplementedError
 
+    @abstractmethod
     def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
         """The text appended after the stop marker for one execution."""
-        raise NotImplementedError
 
     def append_output(
         self, text: str, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS
