@@ -99,11 +99,13 @@ def isolate(cfg: Config) -> dict[str, Any]:
         _libc_call("unshare", CLONE_NEWNS)
         # Private propagation first, so the tmpfs mounts below never show up on the host.
         _libc_call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+        interpreter = _interpreter_dirs()
         for path in HIDDEN_DIRS:
             if os.path.isdir(path) and not os.path.islink(path):
-                opts = f"size={cfg.tmpfs_mb if path == '/tmp' else 1}m,mode=0755".encode()
-                _libc_call("mount", b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts)
-        _expose_interpreter()
+                # A virtualenv or checkout under /tmp (a CI clone, say) must stay importable.
+                inside = [p for p in interpreter if p.startswith(path + "/")]
+                _cover(path, inside, size_mb=cfg.tmpfs_mb if path == "/tmp" else 1)
+        _expose_interpreter(interpreter)
         info["fs_isolated"] = True
     except OSError as exc:
         info["problems"].append(f"mount namespace unavailable ({exc}); /tmp and /run stay shared with the host")
@@ -111,7 +113,32 @@ def isolate(cfg: Config) -> dict[str, Any]:
     return info
 
 
-def _expose_interpreter() -> None:
+def _interpreter_dirs() -> list[str]:
+    """The interpreter's directories (prefixes and import paths), outermost only."""
+    wanted = sorted({os.path.realpath(p) for p in [sys.base_prefix, sys.prefix, *sys.path] if p and os.path.isdir(p)})
+    targets: list[str] = []
+    for path in wanted:
+        if not any(path == t or path.startswith(t + "/") for t in targets):
+            targets.append(path)
+    return targets
+
+
+def _cover(directory: str, keep: list[str], *, size_mb: int) -> None:
+    """Mount an empty root-owned tmpfs over `directory`, then bind-mount `keep` (paths inside it)
+    back at their usual places."""
+    fds = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep}
+    try:
+        opts = f"size={size_mb}m,mode=0755".encode()
+        _libc_call("mount", b"tmpfs", directory.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        for path, fd in fds.items():
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _libc_call("mount", f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _expose_interpreter(targets: list[str]) -> None:
     """Make the interpreter's own files readable by the unprivileged snippet uids.
 
     A Python installed under a private home (pyenv in /root, mode 0700) is unreadable to them, so
@@ -120,11 +147,6 @@ def _expose_interpreter() -> None:
     directories are bind-mounted back at their usual paths, which also keeps the rest of that home
     (keys, credentials) out of sight.
     """
-    wanted = sorted({os.path.realpath(p) for p in [sys.base_prefix, sys.prefix, *sys.path] if p and os.path.isdir(p)})
-    targets: list[str] = []
-    for path in wanted:
-        if not any(path == t or path.startswith(t + "/") for t in targets):
-            targets.append(path)
     blocked: dict[str, list[str]] = {}
     for path in targets:
         parts = path.split("/")
@@ -134,15 +156,7 @@ def _expose_interpreter() -> None:
                 blocked.setdefault(ancestor, []).append(path)
                 break
     for ancestor, paths in blocked.items():
-        fds = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in paths}
-        try:
-            _libc_call("mount", b"tmpfs", ancestor.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-            for path, fd in fds.items():
-                os.makedirs(path, mode=0o755, exist_ok=True)
-                _libc_call("mount", f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
-        finally:
-            for fd in fds.values():
-                os.close(fd)
+        _cover(ancestor, paths, size_mb=1)
 
 
 def _pwrite_all(fd: int, data: bytes) -> None:
