@@ -357,7 +357,9 @@ class Trainer:
         self.reward_state = RewardState.from_dict(state["reward_state"])
 
 
-def trajectory_report(group: Group, trajectory: Trajectory, reward: Any, sample: int, step: int, protocol) -> dict:
+def trajectory_report(
+    group: Group, position: int, trajectory: Trajectory, reward: Any, sample: int, step: int, protocol
+) -> dict:
     """One trajectory in the ingest schema: its turns, with each tool output's status and duration."""
     completion = trajectory.completion
     executions = list(completion.executions)
@@ -373,7 +375,9 @@ def trajectory_report(group: Group, trajectory: Trajectory, reward: Any, sample:
             turns.append(turn)
     return {
         "step": step,
-        "prompt_index": group.index,
+        # The group's place in the step (the ingest key), not its dataset row: resampled draws can
+        # repeat a row within one step.
+        "prompt_index": position,
         "sample_index": sample,
         "prompt": group.example.prompt,
         "turns": turns,
@@ -418,8 +422,8 @@ def run_training(
         reporter.log_trajectories(
             result.step,
             [
-                trajectory_report(group, t, r, sample, result.step, trainer.protocol)
-                for group in reported
+                trajectory_report(group, position, t, r, sample, result.step, trainer.protocol)
+                for position, group in enumerate(reported)
                 for sample, (t, r) in enumerate(zip(group.trajectories, group.rewards, strict=True))
             ],
         )

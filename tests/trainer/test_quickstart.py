@@ -59,7 +59,10 @@ def test_three_quickstart_steps_write_complete_consistent_files(tmp_path):
     by_step = {m["step"]: m["values"] for m in metrics}
     for step in range(3):
         reported = [t for t in trajectories if t["step"] == step]
-        assert {t["prompt_index"] for t in reported} and len(reported) == 8
+        assert len(reported) == 8
+        assert sorted((t["prompt_index"], t["sample_index"]) for t in reported) == [
+            (group, sample) for group in range(2) for sample in range(4)
+        ]
         assert by_step[step]["groups/sampled"] == 4
     assert (out / "checkpoints" / "step-3" / "trainer_state.pt").is_file()
     assert json.loads((out / "status.json").read_text().splitlines()[-1])["status"] == "succeeded"
