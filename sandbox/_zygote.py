@@ -60,9 +60,13 @@ WORK_ROOT = "/tmp/tirlab-sandbox"
 # place it can write, and /run's Unix sockets (PostgreSQL's among them) are out of reach.
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 
-# Modules paid for once in the zygote; children inherit them already imported.
+# Modules paid for once in the zygote; children inherit them already imported. There are two kinds
+# of zygote: a light one with the standard library only, and a full one that also holds numpy and
+# sympy. A fork and its exit cost in proportion to the memory mapped (numpy and sympy take a 10 MB
+# process to 65 MB), so snippets that do not name those libraries are forked from the light one.
 PRELOAD = ("math", "cmath", "fractions", "decimal", "itertools", "functools", "collections", "statistics",
-           "random", "re", "json", "heapq", "bisect", "string", "numpy", "sympy")
+           "random", "re", "json", "heapq", "bisect", "string")
+HEAVY = ("numpy", "sympy")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -83,6 +87,7 @@ class Config:
     processes: int
     tmpfs_mb: int
     spares: int = 2
+    heavy: bool = True  # also preload HEAVY (numpy, sympy)
 
 
 def isolate(cfg: Config) -> dict[str, Any]:
@@ -391,21 +396,24 @@ class Zygote:
             except Exception as exc:  # noqa: BLE001 - a failed start is answered, never lost
                 self.send({"id": req_id, "result": {"status": "killed", "stderr": f"sandbox could not start: {exc}"}})
 
-    def refill(self) -> bool:
-        """Fork one spare if fewer than wanted are waiting; True if more are still wanted after it."""
-        if self.closing or len(self.spares) >= self.spare_target or not self.free_uids:
-            return False
-        if any(ex.answered and ex.wait_status is None for ex in self.running.values()):
-            # Reaping (and removing the working directory of) what has answered comes first; the
-            # pidfd event wakes the loop again, and the spare is forked after it.
-            return False
-        try:
-            self.spares.append(self.fork_child())
-        except Exception as exc:  # noqa: BLE001 - no spare now; requests fork on demand instead
-            self.spare_target = 0
-            self.info["problems"].append(f"cannot fork spare children ahead ({exc}); forking per request")
-            return False
-        return len(self.spares) < self.spare_target and bool(self.free_uids)
+    def refill(self) -> None:
+        """Fork spares back to back until `spare_target` of them wait.
+
+        Back to back, because every fork write-protects all of the zygote's memory and the zygote's
+        own Python then copies each page it touches again: a batch of forks pays for the pages of the
+        main loop once, not once per fork.
+        """
+        while not self.closing and len(self.spares) < self.spare_target and self.free_uids:
+            if any(ex.answered and ex.wait_status is None for ex in self.running.values()):
+                # Reaping (and removing the working directory of) what has answered comes first; the
+                # pidfd event wakes the loop again, and the spares are forked after it.
+                return
+            try:
+                self.spares.append(self.fork_child())
+            except Exception as exc:  # noqa: BLE001 - no spare now; requests fork on demand instead
+                self.spare_target = 0
+                self.info["problems"].append(f"cannot fork spare children ahead ({exc}); forking per request")
+                return
 
     def fork_child(self) -> Execution:
         """Fork a child that sets itself up (session, uid, rlimits, working dir) and waits for its request."""
@@ -685,14 +693,12 @@ class Zygote:
     def serve(self) -> None:
         self.sel.register(self.in_fd, selectors.EVENT_READ, "requests")
         self.send({"hello": True, "pid": os.getpid(), **self.info, "unprivileged": self.root})
-        want_spare = self.refill()
+        self.refill()
         while not (self.closing and not self.running):
             if self.closing:
                 for ex in list(self.running.values()):
                     self.kill(ex, "killed")
             timeout = self.expire()
-            if want_spare:
-                timeout = 0
             for key, _ in self.sel.select(timeout):
                 fd = key.fd
                 if key.data == "requests":
@@ -712,9 +718,8 @@ class Zygote:
                     self.on_status(ex)
                 else:
                     self.read_pipe(fd, ex)
-            # Answers and new requests first; then one spare per round, so forking ahead never
-            # delays a request by more than one fork.
-            want_spare = self.refill()
+            # Answers and new requests first; then the spares, all in one batch.
+            self.refill()
 
 
 def _warm_up(info: dict[str, Any]) -> None:
@@ -748,12 +753,13 @@ def main() -> None:
         _libc_call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except OSError as exc:
         info["problems"].append(f"cannot become a child subreaper ({exc}); detached processes may escape")
-    for name in PRELOAD:
+    for name in PRELOAD + (HEAVY if cfg.heavy else ()):
         try:
             __import__(name)
         except ImportError as exc:
             info["problems"].append(f"cannot preload {name}: {exc}")
-    _warm_up(info)
+    if cfg.heavy:
+        _warm_up(info)
     # Objects that exist now are never collected again; the children then do not touch (and so
     # copy) these pages when their own garbage collector runs.
     gc.collect()

@@ -107,3 +107,22 @@ def test_cli_run_prints_the_result_as_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert (data["status"], data["stdout"], data["exit_code"]) == ("error", "hi\n", 2)
+
+
+def test_snippets_naming_numpy_or_sympy_start_with_them_imported(pool):
+    # Routed to the full zygote: the name appears in the code, so the modules are already there.
+    full = pool.run("import sys; print('numpy' in sys.modules, 'sympy' in sys.modules)")
+    assert full.stdout == "True True\n"
+    # Anything else forks from the light zygote (standard library only), which is cheaper per fork.
+    light = pool.run("import sys; print(any(m.split('.')[0] in ('num' + 'py', 'sym' + 'py') for m in sys.modules))")
+    assert light.stdout == "False\n"
+    # A snippet that reaches them without naming them still works there: it pays for the import itself.
+    sneaky = pool.run("m = __import__('num' + 'py'); print(int(m.arange(4).sum()))", timeout_s=30)
+    assert (sneaky.status, sneaky.stdout) == ("ok", "6\n")
+
+
+def test_the_pool_runs_both_kinds_of_zygote():
+    with SandboxPool(size=2, zygotes=1) as p:
+        assert p.info["zygotes"] == 2
+        assert p.run("print(1)").stdout == "1\n"
+        assert p.run("import sympy; print(sympy.Integer(2) ** 3)").stdout == "8\n"
