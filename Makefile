@@ -25,7 +25,7 @@ help:
 	@echo "make migrate      apply database migrations"
 	@echo "make lint         ruff check"
 	@echo "make bench        run the benchmarks in bench/ (BENCH=bench/x.py for one, BENCH_ARGS=... to each)"
-	@echo "make screenshot   redo docs/dashboard.png with the browser test that logs in"
+	@echo "make screenshot   redo the page screenshots in docs/ with the browser tests (and a launched run)"
 	@echo "make clean-venv   delete $(VENV); the next command rebuilds it"
 	@echo "make clean-var    delete $(VAR_DIR): embedded database, uploads, secret key (asks first)"
 
@@ -71,9 +71,11 @@ bench: dev-deps
 	TIRLAB_VAR_DIR=$(BENCH_VAR_DIR) $(DEVSTACK) services -- bash -c \
 		'set -e; for f in $(BENCH); do echo "== $$f"; $(PY) "$$f" $(BENCH_ARGS); done'
 
+# Every browser test saves its page into TIRLAB_SCREENSHOT_DIR; the run page of a really launched
+# quickstart run (Ray job, websocket) comes from the lifecycle test that launches one from the form.
 screenshot: dev-deps browser-deps
 	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) TIRLAB_SCREENSHOT_DIR=$(CURDIR)/docs $(DEVSTACK) services -- \
-		$(PY) -m pytest tests/browser/test_dashboard.py -k builtin -q
+		$(PY) -m pytest tests/browser tests/e2e/test_run_lifecycle.py -k "not lifecycle or launch_from_the_form" -q
 
 clean-venv:
 	rm -rf $(VENV)

@@ -75,14 +75,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-steps", type=int, metavar="N", help="stop after step N (default: the config's)")
     run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: var/runs/<time>)")
     run.add_argument("--report-url", metavar="URL", help="the dashboard's ingest URL for this run")
-    run.add_argument("--run-token", metavar="TOKEN", help="the run's ingest token")
+    run.add_argument(
+        "--run-token",
+        metavar="TOKEN",
+        default=os.environ.get("TIRLAB_RUN_TOKEN") or None,
+        help="the run's ingest token (default: $TIRLAB_RUN_TOKEN, which keeps it out of process listings)",
+    )
     run.add_argument("--resume", type=Path, metavar="CHECKPOINT", help="continue from a checkpoint folder")
     run.add_argument(
         "--model-cache",
         type=Path,
-        default=Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models",
+        default=Path(
+            os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models"
+        ),
         metavar="DIR",
-        help="where built models are cached (default: $TIRLAB_VAR_DIR/models, else var/models)",
+        help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
     )
     run.set_defaults(handler=partial(_run, run))
     return parser
@@ -192,14 +199,23 @@ def _progress_line(result: Any, elapsed_s: float, last_step: int, first_step: in
     metrics = result.metrics
     done = result.step + 1 - first_step
     eta = elapsed_s / max(done, 1) * (last_step - result.step - 1)
+    # Per-subset tool use (train/<label>/tool_call_ratio, e.g. easy and hard): where OTC's split shows.
+    subsets = ", ".join(
+        f"{name.split('/')[1]} {value:.2f}"
+        for name, value in sorted(metrics.items())
+        if name.startswith("train/") and name.endswith("/tool_call_ratio") and name.count("/") == 2
+    )
     return (
         f"step {result.step + 1}/{last_step}  accuracy {metrics.get('accuracy', float('nan')):.3f}  "
-        f"tool-call ratio {metrics.get('tool_call_ratio', float('nan')):.3f}  "
-        f"{metrics['timing_s/step']:.1f} s/step  ETA {eta:.0f} s"
+        f"tool-call ratio {metrics.get('tool_call_ratio', float('nan')):.3f}"
+        + (f" ({subsets})" if subsets else "")
+        + f"  {metrics['timing_s/step']:.1f} s/step  ETA {eta:.0f} s"
     )
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import signal
+    import threading
     import time
     import traceback
 
@@ -232,6 +248,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         first_step = result.step if first_step is None else first_step
         print(_progress_line(result, elapsed_s, last_step, first_step), flush=True)
 
+    # Ray stops a job with SIGTERM (SIGKILL after a grace): finish the step, checkpoint, flush, exit.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     reporter.set_status("running")
     try:
         trainer = run_training(
@@ -243,6 +262,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             resume=args.resume,
             progress=progress,
             log=log,
+            stop_requested=stop.is_set,
         )
     except KeyboardInterrupt:
         reporter.set_status("cancelled", error="interrupted")
@@ -256,8 +276,13 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     checkpoint = None
     if config.schedule.checkpoint_every:
         checkpoint = str(trainer.checkpoint())
-    if reporter.stopped_by_dashboard:
+    if reporter.stopped_by_dashboard or stop.is_set():
+        # The dashboard keeps a cancelled run's final flush for a while: the checkpoint path included.
+        reporter.set_status(
+            "cancelled", error="" if reporter.stopped_by_dashboard else "stopped (SIGTERM)", checkpoint=checkpoint
+        )
         reporter.close()
+        print(f"stopped after {trainer.step} steps, results in {out}", flush=True)
         return 0
     reporter.set_status("succeeded", checkpoint=checkpoint)
     reporter.close()

@@ -15,7 +15,9 @@ queued for one background sender thread, which:
   heartbeat can never overtake the final status and find the run already finished;
 - drops a batch the dashboard refuses with 400 (a trainer bug: retrying cannot fix it) after
   logging its field errors; stops on 409 (the run finished, e.g. cancelled from the dashboard,
-  which `stopped_by_dashboard` tells the training loop) and on 401/403 (the token is not valid).
+  which `stopped_by_dashboard` tells the training loop) and on 401/403 (the token is not valid);
+  an answer saying `"stop": true` (cancelled moments ago) sets `stopped_by_dashboard` too, while
+  the dashboard still keeps the final flush.
 
 The training loop's calls only serialise and enqueue: they never wait on the network.
 Log lines carry increasing sequence numbers and metric steps and trajectories have natural keys,
@@ -588,14 +590,28 @@ class Reporter:
         )
         try:
             with self._opener.open(request, timeout=timeout) as reply:
-                reply.read()
+                body = reply.read()
             self._last_success = time.monotonic()  # every batch counts as a heartbeat
+            if _says_stop(body) and not self.stopped_by_dashboard:
+                # Cancelled in the dashboard, which still keeps what we send for a while: the loop
+                # stops after this step and the final metrics and checkpoint are flushed as usual.
+                self.stopped_by_dashboard = True
+                self.stop_reason = "the run was cancelled in the dashboard"
+                self._diagnose("warning", "the dashboard asks this trainer to stop (run cancelled)")
             return _Response("ok", 200)
         except urllib.error.HTTPError as exc:
             return _classify(exc.code, _read_detail(exc), exc.headers.get("Retry-After") if exc.headers else None)
         except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             # Connection refused or reset, DNS, timeouts: the dashboard is (for now) unreachable.
             return _Response("retry", None, str(exc))
+
+
+def _says_stop(body: bytes) -> bool:
+    try:
+        reply = json.loads(body or b"{}")
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and reply.get("stop") is True
 
 
 def _classify(code: int, detail: str, retry_after: str | None) -> _Response:

@@ -1,6 +1,8 @@
 """tirlab settings: everything configurable comes from the environment (see README)."""
 
+import os
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -171,11 +173,40 @@ INGEST_MAX_BYTES = env_int("TIRLAB_INGEST_MAX_BYTES", 8 * 1024 * 1024)
 DATASET_MAX_BYTES = env_int("TIRLAB_DATASET_MAX_BYTES", 200 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = INGEST_MAX_BYTES
 METRICS_MAX_POINTS = env_int("TIRLAB_METRICS_MAX_POINTS", 10000)
+# Runs: launched as Ray jobs (Job Submission API) on RAY_ADDRESS, the job API of a cluster
+# (http://head:8265); `make run` starts a local head and sets it when unset.
+RAY_ADDRESS = env_str("RAY_ADDRESS")
+# Interpreter of the trainer jobs; the default (this one) suits the local head. On another cluster,
+# the python on its nodes that has tirlab's requirements.
+RAY_PYTHON = env_str("TIRLAB_RAY_PYTHON", sys.executable)
+# Where launched trainers write (metrics files, checkpoints): a shared filesystem on a real cluster.
+RUNS_DIR = Path(env_str("TIRLAB_RUNS_DIR", str(VAR_DIR / "runs")))
+# Models the trainers build (the quickstart's cold start), shared by all runs.
+MODEL_CACHE = Path(env_str("TIRLAB_MODEL_CACHE", str(VAR_DIR / "models")))
+# The URL trainers report to (the ingest endpoint is under it).
+PUBLIC_URL = env_str(
+    "TIRLAB_PUBLIC_URL", f"http://{env_str('TIRLAB_HOST') or '127.0.0.1'}:{env_str('TIRLAB_PORT') or '8000'}"
+).rstrip("/")
+# Runs at once; the rest wait in `queued` and start oldest first. One CPU trainer per two cores.
+MAX_CONCURRENT_RUNS = env_int("TIRLAB_MAX_CONCURRENT_RUNS", max(1, (os.cpu_count() or 2) // 2))
+# A starting or running run without a heartbeat for this long is `lost` (trainers beat every 5 s).
+HEARTBEAT_TIMEOUT_S = env_int("TIRLAB_HEARTBEAT_TIMEOUT_S", 120)
+# ... and one submitted whose trainer never reported (no Ray worker, a hung import) after this long.
+START_TIMEOUT_S = env_int("TIRLAB_START_TIMEOUT_S", 600)
+RECONCILE_EVERY_S = env_int("TIRLAB_RECONCILE_EVERY_S", 5)
+# Celery logs every task it receives at INFO; with a reconcile every few seconds that buries the rest.
+QUIET_LOGGERS = ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-runs": {"task": "webapp.runs.tasks.reconcile_runs", "schedule": float(RECONCILE_EVERY_S)},
+}
+
+# Seconds after a cancel during which the trainer's final flush (metrics, checkpoint) is still taken.
+INGEST_CANCEL_GRACE_S = env_int("TIRLAB_INGEST_CANCEL_GRACE_S", 60)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}},
+    "loggers": {"daphne": {"level": "WARNING"}, **{name: {"level": "WARNING"} for name in QUIET_LOGGERS}},
 }

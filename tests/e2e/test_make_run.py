@@ -175,7 +175,8 @@ def test_embedded_services_up_and_clean_shutdown(var_dir: Path) -> None:
         assert re.search(r"Created admin account '\w+' with password: \S+", stack.output), stack.output
         assert f"tirlab is up at http://127.0.0.1:{stack.port} (admin: /admin/, API docs: /api/docs/)" in stack.output
         running = " ".join(" ".join(proc.cmdline()) for proc in stack.leftovers())
-        for program in ("postgres", "redis-server", "daphne", "celery"):
+        # The local Ray head (its GCS server among its daemons) runs the trainers; beat is a celery process.
+        for program in ("postgres", "redis-server", "daphne", "celery", "gcs_server", " beat"):
             assert program in running, f"no {program} among the processes started: {running}"
 
         assert stack.stop(signal.SIGINT) == 0, stack.output
@@ -223,7 +224,8 @@ def test_given_urls_start_no_embedded_server(var_dir: Path, external_services: t
     try:
         stack.wait_healthy()
         check_pages(stack)
-        assert "starting the embedded" not in stack.output, stack.output
+        assert "starting the embedded postgres" not in stack.output, stack.output
+        assert "starting the embedded redis" not in stack.output, stack.output
         assert not (var_dir / "postgres").exists() and not (var_dir / "redis").exists()
         running = " ".join(" ".join(proc.cmdline()) for proc in stack.leftovers())
         assert "postgres" not in running and "redis-server" not in running, running
@@ -241,7 +243,11 @@ def test_a_child_dying_stops_the_rest(var_dir: Path, external_services: tuple[st
     stack = Devstack(var_dir, free_port(), {"DATABASE_URL": database_url, "REDIS_URL": redis_url})
     try:
         stack.wait_healthy()
-        workers = [p for p in stack.leftovers() if "celery" in " ".join(p.cmdline()) and p.pid == os.getpgid(p.pid)]
+        workers = [
+            p
+            for p in stack.leftovers()
+            if "celery" in (cmd := " ".join(p.cmdline())) and " worker" in cmd and p.pid == os.getpgid(p.pid)
+        ]
         assert len(workers) == 1, describe(stack.leftovers())
         workers[0].kill()
 

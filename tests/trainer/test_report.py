@@ -25,6 +25,7 @@ class Dashboard:
         self.requests: list[dict[str, Any]] = []  # every request, with its answer
         self.lock = threading.Lock()
         self.answer: Callable[[dict[str, Any]], int] = lambda batch: 200
+        self.say_stop = False  # answer 200 with "stop": true, as for a run cancelled moments ago
         self.port = 0
         self.server: ThreadingHTTPServer | None = None
         self.start()
@@ -51,7 +52,8 @@ class Dashboard:
                             "time": time.monotonic(),
                         }
                     )
-                reply = json.dumps({"written": {}} if code == 200 else {"detail": f"answered {code}"}).encode()
+                ok = {"written": {}, "stop": dashboard.say_stop}
+                reply = json.dumps(ok if code == 200 else {"detail": f"answered {code}"}).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply)))
@@ -225,6 +227,21 @@ def test_409_stops_reporting_and_tells_the_training_loop(tmp_path, dashboard):
     assert len(dashboard.requests) == seen  # nothing after the 409
     assert [m["step"] for m in read_jsonl(tmp_path / METRICS_FILE)] == [0, 1]  # the local record goes on
     assert "409" in rep.stop_reason and "reporting stopped" in (tmp_path / LOG_FILE).read_text()
+
+
+def test_a_stop_answer_tells_the_training_loop_and_the_final_flush_still_goes_out(tmp_path, dashboard):
+    rep = reporter(tmp_path, dashboard)
+    rep.log_metrics(0, {"accuracy": 0.1})
+    wait_for(lambda: len(dashboard.accepted_metrics()) == 1)
+    assert not rep.stopped_by_dashboard
+    dashboard.say_stop = True
+    rep.log_metrics(1, {"accuracy": 0.2})
+    wait_for(lambda: rep.stopped_by_dashboard)
+    rep.log_metrics(2, {"accuracy": 0.3})
+    rep.set_status("cancelled", checkpoint="/ckpt/step-3")
+    assert rep.close(2.0) is True
+    assert [m["step"] for m in dashboard.accepted_metrics()] == [0, 1, 2]
+    assert dashboard.accepted()[-1]["status"]["checkpoint"] == "/ckpt/step-3"
 
 
 @pytest.mark.parametrize("code", [401, 403])

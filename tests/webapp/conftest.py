@@ -46,6 +46,8 @@ def make_run(owner):
     def make(user=None, **kwargs: Any) -> tuple[Run, str]:
         kwargs.setdefault("name", "run")
         kwargs.setdefault("config", {})
+        # These tests play the trainer themselves with the token: an unmanaged run, never launched.
+        kwargs.setdefault("managed", False)
         return run_create(user=user or owner, **kwargs)
 
     return make

@@ -1,4 +1,5 @@
 import json
+from datetime import timedelta
 
 import pytest
 from django.test import override_settings
@@ -177,10 +178,30 @@ def test_token_of_run_a_cannot_write_run_b(make_run):
 
 def test_a_finished_runs_token_is_refused(run_and_token):
     run, token = run_and_token
-    run_transition(run=run, status="cancelled")
+    run_transition(run=run, status="failed")
     response = ingest(run.pk, token, batch())
     assert response.status_code == 409
     assert counts(run) == (0, 0, 0)
+
+
+def test_a_cancelled_runs_final_flush_is_kept_for_a_grace_period_then_refused(run_and_token, settings):
+    run, token = run_and_token
+    run_transition(run=run, status="cancelled")
+    # The trainer's last words after the stop request: final metrics and its checkpoint; no status change.
+    response = ingest(run.pk, token, batch(status={"status": "cancelled", "checkpoint": "/ckpt/step-2"}))
+    assert response.status_code == 200 and response.json()["stop"] is True
+    run.refresh_from_db()
+    assert (run.status, run.checkpoint_path) == ("cancelled", "/ckpt/step-2")
+    assert counts(run) == (2, 8, 2)
+    settings.INGEST_CANCEL_GRACE_S = 0
+    Run.objects.filter(pk=run.pk).update(finished_at=run.finished_at - timedelta(seconds=5))
+    assert ingest(run.pk, token, batch()).status_code == 409
+
+
+def test_a_running_runs_batches_do_not_ask_it_to_stop(run_and_token):
+    run, token = run_and_token
+    response = ingest(run.pk, token, batch())
+    assert response.status_code == 200 and response.json()["stop"] is False
 
 
 def test_missing_or_personal_token_is_refused(run_and_token, owner):

@@ -45,7 +45,7 @@ def group(step: int, size: int = 4) -> list[dict]:
 
 def test_a_run_reported_through_the_client_lands_in_the_database(live_server, django_user_model, tmp_path):
     user = django_user_model.objects.create_user(username="alice", password="pw-alice-123")
-    run, token = run_create(user=user, name="reported", config={})
+    run, token = run_create(user=user, name="reported", config={}, managed=False)
     run_transition(run=run, status="starting")
     url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
 
@@ -88,7 +88,7 @@ def test_a_run_reported_through_the_client_lands_in_the_database(live_server, dj
 
 def test_a_run_cancelled_on_the_dashboard_stops_the_client(live_server, django_user_model, tmp_path):
     user = django_user_model.objects.create_user(username="bob", password="pw-bob-123")
-    run, token = run_create(user=user, name="cancelled", config={})
+    run, token = run_create(user=user, name="cancelled", config={}, managed=False)
     run_transition(run=run, status="starting")
     url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
 

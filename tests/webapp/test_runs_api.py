@@ -16,11 +16,24 @@ def create(api, **body):
     return api.post("/api/v1/runs/", body, format="json")
 
 
+def test_a_launched_run_is_queued_with_its_place_in_line_and_no_token(api, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        first = create(api, name="first").json()
+        second = create(api, name="second").json()
+    # The launch is queued for the worker once the run commits; the worker mints the trainer's token.
+    assert [c.__name__ for c in callbacks].count("_queue_launch") == 2
+    assert (first["managed"], first["ingest_token"], first["queue_position"]) == (True, None, 1)
+    assert second["queue_position"] == 2
+    assert Run.objects.get(pk=first["id"]).token_hash == ""
+    assert api.get(f"/api/v1/runs/{second['id']}/").json()["queue_position"] == 2
+
+
 def test_created_run_is_queued_with_a_resolved_snapshot_and_a_token_shown_once(api):
-    response = create(api, config={"rollout": {"group_size": 16}, "reward": {"name": "torl"}})
+    response = create(api, launch=False, config={"rollout": {"group_size": 16}, "reward": {"name": "torl"}})
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["status"] == "queued"
+    assert body["managed"] is False and body["queue_position"] is None
     assert body["config"]["rollout"]["group_size"] == 16
     assert body["config"]["reward"] == {"name": "torl", "params": {"exec_error_penalty": 0.0}}
     run = Run.objects.get(pk=body["id"])

@@ -57,7 +57,7 @@ async def receive_event(communicator: WebsocketCommunicator, event: str) -> dict
 
 
 async def test_run_socket_receives_metrics_trajectories_and_logs_after_ingest(owner):
-    run, token = await database_sync_to_async(run_create)(user=owner, name="live", config={})
+    run, token = await database_sync_to_async(run_create)(user=owner, name="live", config={}, managed=False)
     communicator, connected = await connect(f"/ws/runs/{run.pk}/", owner)
     assert connected
     assert (await communicator.receive_json_from(timeout=5))["event"] == "snapshot"
@@ -79,23 +79,28 @@ async def test_run_socket_receives_metrics_trajectories_and_logs_after_ingest(ow
 
 
 async def test_run_socket_receives_status_changes(owner):
-    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={})
+    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={}, managed=False)
     communicator, _ = await connect(f"/ws/runs/{run.pk}/", owner)
     await database_sync_to_async(run_transition)(run=run, status="starting")
     status = await receive_event(communicator, "status")
     assert status["data"]["status"] == "starting" and status["data"]["previous"] == "queued"
+    # Timings travel with a status change, so an open run page can show them.
+    assert status["data"]["started_at"] is None and status["data"]["finished_at"] is None
+    await database_sync_to_async(run_transition)(run=run, status="running")
+    status = await receive_event(communicator, "status")
+    assert status["data"]["started_at"].startswith("20") and status["data"]["finished_at"] is None
     await communicator.disconnect()
 
 
 async def test_anonymous_sockets_are_closed(owner):
-    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={})
+    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={}, managed=False)
     for path in ("/ws/runs/", f"/ws/runs/{run.pk}/"):
         communicator, connected = await connect(path)
         assert not connected
 
 
 async def test_another_users_run_socket_is_refused(owner, stranger, staff):
-    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={})
+    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={}, managed=False)
     communicator, connected = await connect(f"/ws/runs/{run.pk}/", stranger)
     assert not connected
     communicator, connected = await connect(f"/ws/runs/{run.pk}/", staff)
@@ -119,7 +124,7 @@ async def test_run_list_socket_only_carries_runs_the_user_may_see(owner, strange
 async def test_events_are_not_sent_when_the_transaction_rolls_back(owner):
     from django.db import transaction
 
-    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={})
+    run, _ = await database_sync_to_async(run_create)(user=owner, name="live", config={}, managed=False)
     communicator, _ = await connect(f"/ws/runs/{run.pk}/", owner)
     await communicator.receive_json_from(timeout=5)
 

@@ -14,6 +14,7 @@ from typing import NoReturn
 from webapp import settings as tirlab_settings
 from webapp.devstack import __doc__ as usage
 from webapp.devstack.processes import DevstackError, EmbeddedPostgres, Interrupted, redis_command, say
+from webapp.devstack.ray_head import start_ray
 from webapp.devstack.supervisor import Supervisor
 
 BASE_DIR = Path(tirlab_settings.BASE_DIR)
@@ -31,14 +32,17 @@ def listen_address() -> tuple[str, int]:
 
 
 def app_commands() -> dict[str, list[str]]:
-    """The long-running application processes, in start order (a Celery beat is one more entry)."""
+    """The long-running application processes, in start order."""
     host, port = listen_address()
     worker = [PY, "-m", "celery", "-A", "webapp", "worker", "-l", "info"]
     if concurrency := os.environ.get("TIRLAB_WORKER_CONCURRENCY"):
         worker += ["--concurrency", concurrency]
+    # Beat only sends the periodic reconcile task; the workers run it. Its schedule state lives in var/.
+    schedule = Path(tirlab_settings.VAR_DIR) / "celerybeat-schedule"
     return {
         "web": [PY, "-m", "daphne", "-b", host, "-p", str(port), "webapp.asgi:application"],
         "worker": worker,
+        "beat": [PY, "-m", "celery", "-A", "webapp", "beat", "-l", "info", "--schedule", str(schedule)],
     }
 
 
@@ -75,19 +79,24 @@ class Service:
     name: str
     env_var: str
     start: Callable[[Supervisor], str]  # starts it, registering what to stop, and returns its URL
+    # Started around `services -- CMD` too (migrations and tests need the database, not Ray).
+    around_commands: bool = True
 
 
 SERVICES = (
     Service("postgres", "DATABASE_URL", start_postgres),
     Service("redis", "REDIS_URL", start_redis),
+    Service("ray", "RAY_ADDRESS", lambda sup: start_ray(sup, Path(tirlab_settings.VAR_DIR)), around_commands=False),
 )
 
 
 def start_services(sup: Supervisor, *, reuse: bool) -> dict[str, str]:
     """The environment for the children: ours, plus the URL of each embedded server started (or, when
-    `reuse` and another devstack owns the var dir, of the servers it started)."""
+    `reuse` and another devstack owns the var dir, of the servers it started). `reuse` is the
+    `services -- CMD` mode, which starts only what commands need."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    missing = [service for service in SERVICES if not os.environ.get(service.env_var)]
+    wanted = [service for service in SERVICES if service.around_commands or not reuse]
+    missing = [service for service in wanted if not os.environ.get(service.env_var)]
     if not missing:
         return env
     if not sup.lock_var_dir():
@@ -163,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     web = sub.add_parser("web", help="exec daphne on TIRLAB_HOST:TIRLAB_PORT")
     web.add_argument("--setup", action="store_true", help="run the setup steps first")
     sub.add_parser("worker", help="exec the Celery worker")
+    sub.add_parser("beat", help="exec Celery beat (the periodic reconcile of runs with Ray)")
     args = parser.parse_args(argv)
     cmd = args.cmd or "run"
     command: list[str] = []
@@ -172,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("services needs a command: services -- CMD [ARG ...]")
     if cmd == "setup":
         return setup_plain()
-    if cmd in ("web", "worker"):
+    if cmd in ("web", "worker", "beat"):
         if cmd == "web" and args.setup and (code := setup_plain()) != 0:
             return code
         exec_app(cmd)

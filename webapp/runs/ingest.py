@@ -5,6 +5,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
@@ -181,17 +182,31 @@ def _write_logs(run: Run, batch: IngestBatch, now: datetime) -> list[dict[str, A
     return [log_line_payload(line) for line in new]
 
 
+def _in_cancel_grace(run: Run, now: datetime) -> bool:
+    """A cancelled trainer's last words: its final metrics and checkpoint, sent after the stop request."""
+    return (
+        run.status == RunStatus.CANCELLED
+        and run.finished_at is not None
+        and (now - run.finished_at).total_seconds() <= settings.INGEST_CANCEL_GRACE_S
+    )
+
+
 def ingest_batch(*, run_id: int, token: str, payload: Any) -> dict[str, int]:
-    """Validate and write one batch for a run; raises IngestForbidden / IngestRejected, writing nothing."""
+    """Validate and write one batch for a run; raises IngestForbidden / IngestRejected, writing nothing.
+
+    A run cancelled less than INGEST_CANCEL_GRACE_S ago still takes data (no status change), so that
+    the trainer's final flush is kept; `stopping()` tells the caller to say so.
+    """
     batch = parse_batch(payload)
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         if run is None or not run_token_matches(run, token):
             raise IngestForbidden("this token is not valid for this run")
-        if run.is_finished:
+        grace = _in_cancel_grace(run, now)
+        if run.is_finished and not grace:
             raise IngestForbidden(f"run {run.pk} is {run.status}; it accepts no more reports", status_code=409)
-        plan = _status_plan(run, batch)
+        plan = [] if grace else _status_plan(run, batch)
 
         fields = ["heartbeat_at"]
         run.heartbeat_at = now
@@ -217,3 +232,8 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> dict[str, int]:
             error = batch.status.error if batch.status is not None and status == batch.status.status else ""
             run_transition(run=run, status=status, error=error)
     return {"metrics": len(metric_rows), "trajectories": len(trajectories), "logs": len(logs)}
+
+
+def stopping(run_id: int) -> bool:
+    """True once the run was cancelled in the dashboard (its trainer should stop)."""
+    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED).exists()

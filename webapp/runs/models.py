@@ -69,6 +69,14 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     ray_job_id = models.CharField(max_length=128, blank=True)
+    managed = models.BooleanField(
+        default=True,
+        help_text="Launched and supervised by tirlab as a Ray job; False when you run the trainer yourself.",
+    )
+    submitted_at = models.DateTimeField(null=True, blank=True, help_text="When its Ray job was submitted.")
+    resume_from = models.CharField(
+        max_length=500, blank=True, help_text="Checkpoint this run starts from (a resumed run)."
+    )
     token_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the run's ingest token.")
     error = models.TextField(blank=True)
     summary = models.JSONField(default=dict, blank=True, help_text="Last value of every metric.")
@@ -77,6 +85,7 @@ class Run(models.Model):
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     parent_relation = models.CharField(max_length=8, blank=True, choices=[("fork", "fork"), ("resume", "resume")])
     checkpoint_path = models.CharField(max_length=500, blank=True)
+    archived = models.BooleanField(default=False, help_text="Hidden from the runs list unless asked for.")
 
     objects = OwnedQuerySet.as_manager()
 

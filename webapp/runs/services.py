@@ -90,11 +90,18 @@ def run_create(
     preset: str = "",
     parent: Run | None = None,
     parent_relation: str = "",
+    managed: bool = True,
+    resume_from: str = "",
 ) -> tuple[Run, str]:
-    """Create a queued run from a config; returns the run and its ingest token (shown once)."""
+    """Create a queued run from a config; returns the run and its ingest token.
+
+    A managed run is launched by tirlab as a Ray job once it commits and capacity allows (its
+    launcher mints the token the trainer uses, so the token returned here is "" ). An unmanaged run
+    is for a trainer you start yourself: the token returned (shown once) is the one it reports with.
+    """
     _check_experiment(experiment, user)
     snapshot, sources = resolve_config(config=config, user=user, reward_config=reward_config)
-    token = new_secret(RUN_TOKEN_PREFIX)
+    token = "" if managed else new_secret(RUN_TOKEN_PREFIX)
     run = Run.objects.create(
         name=name,
         description=description,
@@ -104,13 +111,23 @@ def run_create(
         preset=preset,
         config=snapshot,
         sources=sources,
-        token_hash=hash_secret(token),
+        token_hash=hash_secret(token) if token else "",
         parent=parent,
         parent_relation=parent_relation,
+        managed=managed,
+        resume_from=resume_from,
     )
     run_log(run=run, message=f"run created ({'from ' + preset if preset else 'custom config'})")
     publish_run_events(run, [], list_event="run.created")
+    if managed:
+        transaction.on_commit(_queue_launch)
     return run, token
+
+
+def _queue_launch() -> None:
+    from webapp.runs.tasks import launch_queued_runs
+
+    launch_queued_runs.delay()
 
 
 def run_fork(
@@ -161,9 +178,23 @@ def run_transition(*, run: Run, status: str, error: str = "", reason: str = "") 
             message=f"status {previous} → {status}" + (f": {reason or error}" if reason or error else ""),
             level="error" if status in (RunStatus.FAILED, RunStatus.LOST) else "info",
         )
+        iso = lambda t: t.isoformat() if t else None  # noqa: E731
         publish_run_events(
             locked,
-            [("status", {"status": status, "previous": previous, "error": locked.error})],
+            [
+                (
+                    "status",
+                    {
+                        "status": status,
+                        "previous": previous,
+                        "error": locked.error,
+                        # The run page shows the timings; a status change is when they change.
+                        "started_at": iso(locked.started_at),
+                        "finished_at": iso(locked.finished_at),
+                        "heartbeat_at": iso(locked.heartbeat_at),
+                    },
+                )
+            ],
             list_event="run.updated",
         )
     run.refresh_from_db()
@@ -171,8 +202,40 @@ def run_transition(*, run: Run, status: str, error: str = "", reason: str = "") 
 
 
 def run_cancel(*, run: Run) -> Run:
-    """Cancel a run that has not finished."""
-    return run_transition(run=run, status=RunStatus.CANCELLED, reason="cancelled by user")
+    """Cancel a run that has not finished; a managed run's Ray job is stopped once that commits.
+
+    A queued run is never launched afterwards: the launcher only takes runs still queued."""
+    run = run_transition(run=run, status=RunStatus.CANCELLED, reason="cancelled by user")
+    if run.managed and run.ray_job_id:
+        transaction.on_commit(lambda: _queue_stop(run.pk))
+    return run
+
+
+def _queue_stop(run_id: int) -> None:
+    from webapp.runs.tasks import stop_run_job
+
+    stop_run_job.delay(run_id)
+
+
+def run_resume(*, run: Run, user: AbstractBaseUser, max_steps: int | None = None) -> tuple[Run, str]:
+    """A new run that continues `run` from its last checkpoint: same config, its steps continue."""
+    if run.status in ACTIVE_STATUSES:
+        raise ConfigError({"non_field_errors": [f"run {run.pk} is {run.status}; resume it once it has ended"]})
+    if not run.checkpoint_path:
+        raise ConfigError({"non_field_errors": [f"run {run.pk} has no checkpoint to resume from"]})
+    config = run.config if max_steps is None else merge_overrides(run.config, {"schedule": {"max_steps": max_steps}})
+    return run_create(
+        user=user,
+        name=f"{run.name} (resumed)",
+        config=config,
+        experiment=run.experiment,
+        description=run.description,
+        tags=list(run.tags),
+        preset=run.preset,
+        parent=run,
+        parent_relation="resume",
+        resume_from=run.checkpoint_path,
+    )
 
 
 def run_log(*, run: Run, message: str, level: str = "info") -> RunLogLine:
@@ -184,3 +247,16 @@ def run_log(*, run: Run, message: str, level: str = "info") -> RunLogLine:
 
 def log_line_payload(line: RunLogLine) -> dict[str, Any]:
     return {"time": line.time.isoformat(), "level": line.level, "source": line.source, "message": line.message}
+
+
+def runs_set_archived(*, runs: list[Run], archived: bool) -> int:
+    """Archive runs (hidden from the runs list unless asked for) or bring them back; returns how many changed."""
+    changed = 0
+    with transaction.atomic():
+        for run in runs:
+            if run.archived != archived:
+                run.archived = archived
+                run.save(update_fields=["archived"])
+                publish_run_events(run, [], list_event="run.updated")
+                changed += 1
+    return changed

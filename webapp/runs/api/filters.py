@@ -24,9 +24,10 @@ class ExperimentFilter(django_filters.FilterSet):
 class RunFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=RunStatus.choices)
     tags = TagFilter()
+    archived = django_filters.BooleanFilter()
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = Run
-        fields = ["status", "experiment", "preset", "parent", "tags", "created_after", "created_before"]
+        fields = ["status", "experiment", "preset", "parent", "tags", "archived", "created_after", "created_before"]

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.core.tokens import bearer_token
-from webapp.runs.ingest import IngestForbidden, IngestRejected, ingest_batch
+from webapp.runs.ingest import IngestForbidden, IngestRejected, ingest_batch, stopping
 from webapp.runs.ingest_schema import IngestBatch
 
 
@@ -29,10 +29,13 @@ class RunIngestView(APIView):
     @extend_schema(
         request=IngestBatch,
         responses={
-            200: OpenApiResponse(description="Counts of what was written."),
+            200: OpenApiResponse(
+                description="Counts of what was written; `stop` is true once the run was cancelled (the trainer "
+                "should stop; its final flush within TIRLAB_INGEST_CANCEL_GRACE_S is still kept)."
+            ),
             400: OpenApiResponse(description="Field errors; nothing written."),
             403: OpenApiResponse(description="Token not valid for this run."),
-            409: OpenApiResponse(description="The run has finished."),
+            409: OpenApiResponse(description="The run has finished (and any cancel grace has passed)."),
             413: OpenApiResponse(description="Batch over the size limit."),
         },
     )
@@ -65,4 +68,5 @@ class RunIngestView(APIView):
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         except IngestForbidden as exc:
             return Response({"detail": exc.message}, status=exc.status_code)
-        return Response({"written": written})
+        # "stop": the run was cancelled; this batch (its trainer's final flush) was kept all the same.
+        return Response({"written": written, "stop": stopping(pk)})

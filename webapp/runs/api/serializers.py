@@ -4,6 +4,7 @@ from rest_framework import serializers
 
 from webapp.rewards.models import RewardConfig
 from webapp.runs.models import Experiment, Run, RunLogLine, Trajectory
+from webapp.runs.selectors import queue_positions
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
@@ -27,6 +28,18 @@ class ExperimentSerializer(serializers.ModelSerializer):
 
 class RunSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
+    queue_position = serializers.SerializerMethodField(
+        help_text="1-based place in the launch queue while the run is queued, else null."
+    )
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_queue_position(self, run: Run) -> int | None:
+        if run.status != "queued" or not run.managed:
+            return None
+        # One query per response, shared by every run in it.
+        if "queue_positions" not in self.context:
+            self.context["queue_positions"] = queue_positions()
+        return self.context["queue_positions"].get(run.pk)
 
     class Meta:
         model = Run
@@ -45,6 +58,9 @@ class RunSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
             "heartbeat_at",
+            "managed",
+            "queue_position",
+            "submitted_at",
             "ray_job_id",
             "error",
             "summary",
@@ -53,6 +69,8 @@ class RunSerializer(serializers.ModelSerializer):
             "parent",
             "parent_relation",
             "checkpoint_path",
+            "resume_from",
+            "archived",
         ]
         read_only_fields = fields
 
@@ -62,7 +80,7 @@ class RunUpdateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["name", "description", "tags"]
+        fields = ["name", "description", "tags", "archived"]
 
 
 @extend_schema_field(OpenApiTypes.INT)
@@ -89,6 +107,12 @@ class RunCreateSerializer(serializers.Serializer):
     reward_config = _VisibleRewardConfigField(
         required=False, allow_null=True, default=None, help_text="A stored reward config that replaces config.reward."
     )
+    launch = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Launch it as a Ray job (the default). false: you run the trainer yourself with the ingest "
+        "token of the response.",
+    )
 
     def validate_config(self, config):
         if not isinstance(config, dict):
@@ -97,11 +121,25 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class RunCreatedSerializer(RunSerializer):
-    ingest_token = serializers.CharField(read_only=True, help_text="The run's ingest token; shown only here.")
+    ingest_token = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The ingest token of a run created with launch=false; shown only here.",
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [*RunSerializer.Meta.fields, "ingest_token"]
         read_only_fields = fields
+
+
+class RunResumeSerializer(serializers.Serializer):
+    max_steps = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text="Train up to this step (default: the config's).",
+    )
 
 
 class RunForkSerializer(serializers.Serializer):

@@ -21,14 +21,15 @@ from webapp.runs.api.serializers import (
     RunCreateSerializer,
     RunForkSerializer,
     RunLogLineSerializer,
+    RunResumeSerializer,
     RunSerializer,
     RunUpdateSerializer,
     TrajectorySerializer,
 )
 from webapp.runs.ingest_schema import INT_MAX
 from webapp.runs.models import Experiment, Run
-from webapp.runs.selectors import run_metric_rows, run_metric_series, run_trajectories
-from webapp.runs.services import IllegalTransition, run_cancel, run_create, run_fork
+from webapp.runs.selectors import InvalidSearch, run_metric_rows, run_metric_series, run_trajectories
+from webapp.runs.services import IllegalTransition, run_cancel, run_create, run_fork, run_resume
 
 
 class ExperimentViewSet(viewsets.ModelViewSet):
@@ -100,11 +101,13 @@ class RunViewSet(viewsets.ModelViewSet):
     def create(self, request):
         data = RunCreateSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        managed = fields.pop("launch")
         try:
-            run, token = run_create(user=request.user, **data.validated_data)
+            run, token = run_create(user=request.user, managed=managed, **fields)
         except ConfigError as exc:
             raise ValidationError(exc.errors) from None
-        run.ingest_token = token
+        run.ingest_token = token or None
         return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request, pk=None):
@@ -135,7 +138,21 @@ class RunViewSet(viewsets.ModelViewSet):
             run, token = run_fork(run=parent, user=request.user, **data.validated_data)
         except ConfigError as exc:
             raise ValidationError(exc.errors) from None
-        run.ingest_token = token
+        run.ingest_token = token or None
+        return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RunResumeSerializer, responses={201: RunCreatedSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """A new run continuing this one from its last checkpoint; its metric steps continue the series."""
+        parent = self.get_object()
+        data = RunResumeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            run, token = run_resume(run=parent, user=request.user, **data.validated_data)
+        except ConfigError as exc:
+            raise ValidationError(exc.errors) from None
+        run.ingest_token = token or None
         return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -173,29 +190,41 @@ class RunViewSet(viewsets.ModelViewSet):
             OpenApiParameter("used_tool", bool),
             OpenApiParameter("truncated", bool),
             OpenApiParameter("q", str, description="Case-insensitive text search in prompt, turns and answer."),
+            OpenApiParameter("regex", bool, description="Read q as a PostgreSQL regular expression (~*)."),
         ],
         responses=TrajectorySerializer(many=True),
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=StepCursorPagination)
     def trajectories(self, request, pk=None):
         run = self.get_object()
-        queryset = run_trajectories(
-            run=run,
-            step=_int_param(request, "step", None),
-            correct=_bool_param(request, "correct"),
-            has_tool_error=_bool_param(request, "has_tool_error"),
-            used_tool=_bool_param(request, "used_tool"),
-            truncated=_bool_param(request, "truncated"),
-            q=request.query_params.get("q") or None,
-        )
+        try:
+            queryset = run_trajectories(
+                run=run,
+                step=_int_param(request, "step", None),
+                correct=_bool_param(request, "correct"),
+                has_tool_error=_bool_param(request, "has_tool_error"),
+                used_tool=_bool_param(request, "used_tool"),
+                truncated=_bool_param(request, "truncated"),
+                q=request.query_params.get("q") or None,
+                regex=bool(_bool_param(request, "regex")),
+            )
+        except InvalidSearch as exc:
+            raise ValidationError({"q": [str(exc)]}) from None
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(TrajectorySerializer(page, many=True).data)
 
-    @extend_schema(responses=RunLogLineSerializer(many=True))
+    @extend_schema(
+        parameters=[OpenApiParameter("after", int, description="Only lines with an id above this (new lines).")],
+        responses=RunLogLineSerializer(many=True),
+    )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=TimeCursorPagination)
     def logs(self, request, pk=None):
         run = self.get_object()
-        page = self.paginate_queryset(run.log_lines.all())
+        lines = run.log_lines.all()
+        after = _int_param(request, "after", None)
+        if after is not None:
+            lines = lines.filter(id__gt=after)
+        page = self.paginate_queryset(lines)
         return self.get_paginated_response(RunLogLineSerializer(page, many=True).data)
 
 

@@ -1,0 +1,261 @@
+"""tirlab's processes one by one, for the run-lifecycle tests: a local Ray head, daphne, a Celery worker
+and Celery beat on a fresh database, each in its own session so a test can kill or restart one of
+them (devstack itself would stop everything when a child dies)."""
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psutil
+import psycopg
+import websockets
+from psycopg import sql
+
+from webapp.devstack.ray_head import free_port, head_command, head_env, jobs_api_ready
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+class Proc:
+    """One process in its own session, its output in a file."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
+        self.name = name
+        self.argv = argv
+        self.env = env
+        self.log = log_dir / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        out = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=REPO,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        out.close()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 30) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _group_alive(self.proc.pid):
+            self.proc.poll()
+            time.sleep(0.1)
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class Stack:
+    def __init__(self, database_server: str, redis_server: str, model_cache: Path, extra_env: dict[str, str]) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="tl-life-"))
+        self.var_dir = self.root / "var"
+        self.var_dir.mkdir()
+        self.port = free_port()
+        # Databases are created from the server's maintenance database, whatever the URL names.
+        self.db_server = urlunsplit(urlsplit(database_server)._replace(path="/postgres"))
+        database_server = self.db_server
+        self.db_name = f"tirlab_life_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(database_server, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.db_name)))
+        self.database_url = urlunsplit(urlsplit(database_server)._replace(path=f"/{self.db_name}"))
+        self.procs: dict[str, Proc] = {}
+        ray_argv, self.ray_address = head_command(self.var_dir, os.cpu_count() or 2)
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("TIRLAB_", "RAY_"))},
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "DATABASE_URL": self.database_url,
+            "REDIS_URL": redis_server,
+            "RAY_ADDRESS": self.ray_address,
+            "TIRLAB_VAR_DIR": str(self.var_dir),
+            "TIRLAB_PORT": str(self.port),
+            "TIRLAB_MODEL_CACHE": str(model_cache),
+            "TIRLAB_RECONCILE_EVERY_S": "1",
+            "PYTHONUNBUFFERED": "1",
+            **extra_env,
+        }
+        self.procs["ray"] = Proc("ray", ray_argv, head_env(self.env), self.root)
+        self.wait_for(lambda: jobs_api_ready(self.ray_address), 120, "the Ray head's job API")
+        setup = subprocess.run(
+            [PY, "-m", "webapp.devstack", "setup"], cwd=REPO, env=self.env, capture_output=True, text=True
+        )
+        assert setup.returncode == 0, setup.stdout + setup.stderr
+        self.token = (
+            subprocess.run(
+                [PY, "manage.py", "shell", "-c", _MAKE_TOKEN],
+                cwd=REPO,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        self.password = "e2e-password-1"
+        for name in ("web", "worker", "beat"):
+            self.start(name)
+        self.wait_for(self._healthy, 60, "web /healthz")
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def start(self, name: str) -> None:
+        argv = [PY, "-m", "webapp.devstack", name]
+        if name == "worker":
+            self.env["TIRLAB_WORKER_CONCURRENCY"] = "1"
+        if name in self.procs:
+            self.procs[name].start()
+        else:
+            self.procs[name] = Proc(name, argv, self.env, self.root)
+        if name == "web":
+            self.wait_for(self._healthy, 60, "web /healthz")
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(self.url("/healthz"), timeout=2, trust_env=False).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def close(self) -> None:
+        for name in ("beat", "worker", "web", "ray"):
+            if name in self.procs:
+                self.procs[name].stop(timeout=10)
+        for proc in self.trainer_processes():
+            proc.kill()
+        with psycopg.connect(self.db_server, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.db_name)))
+
+    def logs(self) -> str:
+        return "\n".join(f"===== {name}\n{proc.tail()}" for name, proc in self.procs.items())
+
+    def trainer_processes(self, run_id: int | None = None) -> list[psutil.Process]:
+        """Live trainers launched by this stack (for one run: its out dir is on the command line)."""
+        marker = str(self.var_dir / "runs" / (str(run_id) if run_id is not None else ""))
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                cmd = " ".join(proc.cmdline())
+                if "trainer run" in cmd and marker in cmd and proc.status() != psutil.STATUS_ZOMBIE:
+                    found.append(proc)
+            except psutil.Error:
+                continue
+        return found
+
+    # --- API ---------------------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.request(method, self.url(path), headers=headers, timeout=30, trust_env=False, **kwargs)
+
+    def create_run(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        response = self.api("POST", "/api/v1/runs/", json={"name": name, "preset": "quickstart", "config": config})
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        response = self.api("GET", f"/api/v1/runs/{run_id}/")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def steps(self, run_id: int) -> list[int]:
+        rows = self.api("GET", f"/api/v1/runs/{run_id}/metrics/", params={"format": "csv"}).text.splitlines()[1:]
+        return [int(row.split(",")[0]) for row in rows]
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = condition()
+            if value:
+                return value
+            time.sleep(0.3)
+        raise AssertionError(f"{what}: not within {timeout:.0f} s\n{self.logs()}")
+
+    def wait_status(self, run_id: int, statuses: set[str], timeout: float) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            run = self.run(run_id)
+            return run if run["status"] in statuses else None
+
+        return self.wait_for(reached, timeout, f"run {run_id} reaching {sorted(statuses)}")
+
+    # --- websocket ---------------------------------------------------------------------------
+
+    def session_cookie(self) -> str:
+        with httpx.Client(base_url=self.url(""), trust_env=False, timeout=30) as client:
+            page = client.get("/accounts/login/")
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
+            client.post(
+                "/accounts/login/",
+                data={"username": "e2e", "password": self.password, "csrfmiddlewaretoken": csrf},
+                headers={"Referer": self.url("/accounts/login/")},
+            )
+            return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+
+    def listen(self, run_id: int, until: Callable[[list[dict[str, Any]]], bool], timeout: float) -> list[dict]:
+        """Events of the run's websocket until `until(events)` holds."""
+        cookie = self.session_cookie()
+
+        async def receive() -> list[dict[str, Any]]:
+            events: list[dict[str, Any]] = []
+            headers = {"Cookie": cookie, "Origin": self.url("")}
+            async with websockets.connect(
+                f"ws://127.0.0.1:{self.port}/ws/runs/{run_id}/", additional_headers=headers
+            ) as ws:
+                async with asyncio.timeout(timeout):
+                    while not until(events):
+                        events.append(json.loads(await ws.recv()))
+            return events
+
+        return asyncio.run(receive())
+
+
+_MAKE_TOKEN = """
+from django.contrib.auth import get_user_model
+from webapp.accounts.services import api_token_create
+user = get_user_model().objects.create_user("e2e", password="e2e-password-1")
+print(api_token_create(user=user, name="e2e")[1])
+"""

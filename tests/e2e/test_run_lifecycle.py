@@ -1,0 +1,219 @@
+"""Runs launched for real: the REST API queues a run, Celery submits `python -m trainer run` as a Ray
+job on a local Ray head, the trainer (the tiny CPU model) reports to the web process, and beat's
+reconcile supervises — with PostgreSQL, Redis, daphne, a Celery worker and beat as real processes.
+
+The first launch may build the quickstart's cold start into the suite's model cache (a few minutes
+on 2 cores; later runs, and tests/trainer, reuse it). The measured latencies are printed (`-s`).
+"""
+
+import os
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.lifecycle_stack import REPO, Stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+
+STEPS = 3
+# Small steps (16 trajectories) keep each run to seconds once the model is cached.
+FAST = {"rollout": {"prompts_per_step": 4, "group_size": 4}, "schedule": {"max_steps": STEPS, "checkpoint_every": 1}}
+HEARTBEAT_TIMEOUT_S = 30
+FIRST_RUN_TIMEOUT_S = 1200  # includes building the cold start when the cache is empty
+RUN_TIMEOUT_S = 300
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    database = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
+    redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    redis_db11 = redis_url.rsplit("/", 1)[0] + "/11" if redis_url.startswith("redis://") else redis_url
+    cache = Path(os.environ.get("TIRLAB_VAR_DIR") or REPO / "var") / "models"
+    s = Stack(
+        database,
+        redis_db11,
+        cache,
+        {"TIRLAB_MAX_CONCURRENT_RUNS": "1", "TIRLAB_HEARTBEAT_TIMEOUT_S": str(HEARTBEAT_TIMEOUT_S)},
+    )
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def status_events(events: list[dict]) -> list[str]:
+    return [e["data"]["status"] for e in events if e["event"] == "status"]
+
+
+def test_a_run_goes_from_queued_to_succeeded_with_its_data_stored_and_pushed_live(stack: Stack) -> None:
+    created = time.monotonic()
+    run = stack.create_run("lifecycle", FAST)
+    assert run["status"] == "queued" and run["managed"] is True
+    first_metric: list[float] = []
+
+    def until(events: list[dict]) -> bool:
+        if not first_metric and any(e["event"] == "metrics" for e in events):
+            first_metric.append(time.monotonic() - created)
+        return "succeeded" in status_events(events)
+
+    events = stack.listen(run["id"], until, FIRST_RUN_TIMEOUT_S)
+    assert status_events(events) == ["starting", "running", "succeeded"] or status_events(events)[-2:] == [
+        "running",
+        "succeeded",
+    ], status_events(events)
+    pushed_steps = sorted({s["step"] for e in events if e["event"] == "metrics" for s in e["data"]["steps"]})
+    assert pushed_steps == list(range(STEPS))
+    assert any(e["event"] == "trajectories" and e["data"]["trajectories"] for e in events)
+    assert any(e["event"] == "logs" for e in events)
+
+    done = stack.run(run["id"])
+    assert done["status"] == "succeeded" and done["ray_job_id"].startswith(f"tirlab-run-{run['id']}-")
+    assert done["checkpoint_path"].endswith(f"step-{STEPS}")
+    assert stack.steps(run["id"]) == list(range(STEPS))
+    trajectories = stack.api("GET", f"/api/v1/runs/{run['id']}/trajectories/").json()["results"]
+    assert trajectories and {t["step"] for t in trajectories} <= set(range(STEPS))
+    print(f"\nlaunch -> first metric: {first_metric[0]:.1f} s; whole run: {time.monotonic() - created:.1f} s")
+    stack.wait_for(lambda: not stack.trainer_processes(run["id"]), 30, "the trainer process exiting")
+
+
+def test_a_resumed_run_continues_the_series_from_its_checkpoint(stack: Stack) -> None:
+    parent = next(r for r in stack.api("GET", "/api/v1/runs/").json()["results"] if r["status"] == "succeeded")
+    response = stack.api("POST", f"/api/v1/runs/{parent['id']}/resume/", json={"max_steps": STEPS + 2})
+    assert response.status_code == 201, response.text
+    child = response.json()
+    assert (child["parent"], child["parent_relation"], child["resume_from"]) == (
+        parent["id"],
+        "resume",
+        parent["checkpoint_path"],
+    )
+    stack.wait_status(child["id"], {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+    assert stack.run(child["id"])["status"] == "succeeded", stack.run(child["id"])["error"]
+    assert stack.steps(parent["id"]) + stack.steps(child["id"]) == list(range(STEPS + 2))
+
+
+def test_with_capacity_one_the_second_run_waits_its_turn(stack: Stack) -> None:
+    first = stack.create_run("first", FAST)
+    second = stack.create_run("second", FAST)
+    stack.wait_status(first["id"], {"running"}, RUN_TIMEOUT_S)
+    waiting = stack.run(second["id"])
+    assert (waiting["status"], waiting["queue_position"]) == ("queued", 1)
+    first_done = stack.wait_status(first["id"], {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+    second_done = stack.wait_status(second["id"], {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+    assert (first_done["status"], second_done["status"]) == ("succeeded", "succeeded")
+    assert second_done["submitted_at"] >= first_done["finished_at"]
+
+
+def test_cancel_stops_the_ray_job_and_leaves_no_process(stack: Stack) -> None:
+    run = stack.create_run("to cancel", {**FAST, "schedule": {"max_steps": 50, "checkpoint_every": 1}})
+    stack.wait_for(lambda: stack.steps(run["id"]), RUN_TIMEOUT_S, "a first metric step")
+    asked = time.monotonic()
+    response = stack.api("POST", f"/api/v1/runs/{run['id']}/cancel/")
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    stack.wait_for(lambda: not stack.trainer_processes(run["id"]), 60, "the trainer process exiting")
+    gone = time.monotonic() - asked
+    from ray.job_submission import JobSubmissionClient
+
+    def job_status() -> str:
+        job = JobSubmissionClient(stack.ray_address).get_job_status(stack.run(run["id"])["ray_job_id"])
+        return str(getattr(job, "value", job))
+
+    # Ray's job supervisor records STOPPED a moment after the process it stopped has exited.
+    stack.wait_for(lambda: job_status() == "STOPPED", 30, "the Ray job recorded as STOPPED")
+    assert stack.run(run["id"])["status"] == "cancelled"
+    assert stack.steps(run["id"]) and stack.steps(run["id"])[-1] < 49
+    print(f"\ncancel -> trainer gone: {gone:.1f} s")
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes(stack: Stack) -> None:
+    run = stack.create_run("worker dies", {**FAST, "schedule": {"max_steps": 6, "checkpoint_every": 0}})
+    stack.wait_status(run["id"], {"running"}, RUN_TIMEOUT_S)
+    stack.procs["worker"].stop(signal.SIGKILL, timeout=5)
+    time.sleep(3)
+    stack.start("worker")
+    done = stack.wait_status(run["id"], {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+    assert done["status"] == "succeeded", done["error"]
+    assert stack.steps(run["id"]) == list(range(6))
+
+
+def test_a_killed_trainer_ends_the_run_with_a_reason(stack: Stack) -> None:
+    run = stack.create_run("trainer dies", {**FAST, "schedule": {"max_steps": 50, "checkpoint_every": 0}})
+    stack.wait_for(lambda: stack.steps(run["id"]), RUN_TIMEOUT_S, "a first metric step")
+    killed = time.monotonic()
+    for proc in stack.trainer_processes(run["id"]):
+        proc.kill()
+    done = stack.wait_status(run["id"], {"failed", "lost"}, HEARTBEAT_TIMEOUT_S + 30)
+    assert done["error"] or "heartbeat" in str(done)
+    logs = stack.api("GET", f"/api/v1/runs/{run['id']}/logs/").json()["results"]
+    assert any(line["message"].startswith("status running → " + done["status"]) for line in logs)
+    print(f"\ntrainer killed -> run {done['status']}: {time.monotonic() - killed:.1f} s")
+
+
+def test_reports_survive_the_web_server_being_down_without_gaps_or_duplicates(stack: Stack) -> None:
+    steps = 8
+    run = stack.create_run("web down", {**FAST, "schedule": {"max_steps": steps, "checkpoint_every": 0}})
+    stack.wait_for(lambda: stack.steps(run["id"]), RUN_TIMEOUT_S, "a first metric step")
+    stack.procs["web"].stop()
+    time.sleep(8)  # the trainer keeps training and spools its reports meanwhile
+    stack.start("web")
+    done = stack.wait_status(run["id"], {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+    assert done["status"] == "succeeded", done["error"]
+    assert stack.steps(run["id"]) == list(range(steps))
+    trajectories = []
+    page = f"/api/v1/runs/{run['id']}/trajectories/?page_size=500"
+    while page:
+        body = stack.api("GET", page.replace(stack.url(""), "")).json()
+        trajectories += body["results"]
+        page = body.get("next")
+    keys = [(t["step"], t["prompt_index"], t["sample_index"]) for t in trajectories]
+    assert len(keys) == len(set(keys)) and {k[0] for k in keys} == set(range(steps))
+
+
+def test_launch_from_the_form_and_watch_the_charts_gain_points_live(stack: Stack) -> None:
+    """The browser path end to end: the new-run form, a Ray job, and the run page fed by the websocket."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(30_000)
+        page.goto(stack.url("/accounts/login/?next=/runs/new/%3Fpreset%3Dquickstart"))
+        page.fill("input[name=username]", "e2e")
+        page.fill("input[name=password]", stack.password)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#launch")
+        page.fill("#f-name", "launched from the browser")
+        page.fill("[name='config.schedule.max_steps']", "6")
+        page.fill("[name='config.rollout.prompts_per_step']", "4")
+        page.fill("[name='config.rollout.group_size']", "4")
+        page.click("#launch")
+        page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+        run_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
+        points = (
+            "(() => { const d = document.querySelector(\".chart[data-key='accuracy']\");"
+            " return d && d.data ? d.data[2].customdata.length : 0; })()"
+        )
+        page.wait_for_function(f"{points} >= 1", timeout=RUN_TIMEOUT_S * 1000)
+        first = page.evaluate(points)
+        page.wait_for_function(f"{points} > {first}", timeout=RUN_TIMEOUT_S * 1000)
+        # The page's own connection state: the points came over the websocket, not by polling.
+        assert page.inner_text("#live-state") == "live"
+        shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
+        stack.wait_status(run_id, {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+        page.wait_for_function(f"{points} === 6", timeout=30_000)
+        if shots:
+            Path(shots).mkdir(parents=True, exist_ok=True)
+            page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=str(Path(shots) / "run_page_live.png"))
+        browser.close()
+    assert stack.run(run_id)["status"] == "succeeded"
