@@ -30,7 +30,8 @@ def log_in(page, live_server) -> None:
     page.fill("input[name=username]", "ada")
     page.fill("input[name=password]", "tool-use-2026")
     page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    # The runs page is the landing page.
+    page.wait_for_url(f"{live_server.url}/runs/")
 
 
 def test_login_shows_runs_builtin_datasets_and_reward_presets(page, live_server, researcher):
@@ -39,8 +40,10 @@ def test_login_shows_runs_builtin_datasets_and_reward_presets(page, live_server,
     in_thread(run_create, user=researcher, name="ToRL · C=1 baseline", config={"rollout": {"group_size": 16}})
     log_in(page, live_server)
     assert page.locator("table").first.inner_text().count("ToRL · C=1 baseline") == 1
-    body = page.inner_text("main")
-    assert "gsm8k-test" in body and "1319" in body and "otc_grpo" in body
+    # A new run offers the built-in datasets and reward presets.
+    page.click("text=New run")
+    assert page.locator("#dataset-choices option[value=gsm8k-test]").get_attribute("label").endswith("1319 rows")
+    assert "otc_grpo" in page.inner_text("#f-reward-config")
     shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)
@@ -73,4 +76,4 @@ def test_untrusted_run_names_render_as_text(page, live_server, researcher):
     in_thread(run_create, user=researcher, name='<img src=x onerror="document.title=1">', config={})
     log_in(page, live_server)
     assert '<img src=x onerror="document.title=1">' in page.inner_text("table")
-    assert page.title() == "tirlab"
+    assert page.title() == "Runs · tirlab"

@@ -9,23 +9,12 @@ from django.views.decorators.http import require_GET
 
 from webapp.accounts.models import ApiToken
 from webapp.accounts.services import api_token_create, api_token_revoke
-from webapp.datasets.models import Dataset
-from webapp.rewards.models import RewardConfig
-from webapp.runs.models import Run
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    runs = Run.objects.visible_to(request.user).select_related("experiment", "owner")[:50]
-    return render(
-        request,
-        "home.html",
-        {
-            "runs": runs,
-            "datasets": Dataset.objects.visible_to(request.user).order_by("-builtin", "name"),
-            "reward_configs": RewardConfig.objects.visible_to(request.user),
-        },
-    )
+    """The landing page is the runs page."""
+    return redirect("runs")
 
 
 @login_required

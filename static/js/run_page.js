@@ -1,0 +1,348 @@
+// The run page: charts of every metric (headline first, then by '/' prefix), live status and logs.
+// Data: GET the metrics API (server-side downsampled) at load and on x-axis changes; the run
+// websocket's "metrics", "status" and "logs" events append live; while the socket is down a poll
+// of the run (and the metrics API when its last step moved) keeps the page current.
+(function () {
+  const C = window.TirlabCharts;
+  const page = JSON.parse(document.getElementById("run-page-data").textContent);
+  const MAX_POINTS = page.maxPoints;
+  const FINISHED = ["succeeded", "failed", "cancelled", "lost"];
+  const query = new URLSearchParams(location.search);
+  const state = {
+    smooth: Math.min(Math.max(parseFloat(query.get("smooth")) || 0, 0), 0.99),
+    x: query.get("x") === "time" ? "time" : "step",
+  };
+  let keys = page.metricKeys.slice();
+  let series = {}; // key -> series in the current x mode
+  let lastStep = page.lastStep;
+  let firstStepTime = page.firstStepTime;
+  const charts = {}; // key -> {div, visible, dirty, drawn, stale (its series must be re-read)}
+  const timings = (window.tirlabRunPage = { headlineRenderedMs: null, chartsDrawn: 0 });
+
+  // --- layout -----------------------------------------------------------------------------------
+
+  const observer = new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      const chart = charts[entry.target.dataset.key];
+      if (!chart) return;
+      const key = entry.target.dataset.key;
+      chart.visible = entry.isIntersecting;
+      if (chart.visible && chart.stale) {
+        chart.stale = false;
+        fetchSeries([key]).then(function () { drawChart(key); });
+      } else if (chart.visible && chart.dirty) {
+        drawChart(key);
+      }
+    });
+  }, { rootMargin: "300px" });
+
+  function chartDiv(key, parent) {
+    const div = document.createElement("div");
+    div.className = "chart";
+    div.dataset.key = key;
+    parent.appendChild(div);
+    charts[key] = { div: div, visible: false, dirty: true, drawn: false };
+    observer.observe(div);
+    return div;
+  }
+
+  function buildLayout() {
+    const groups = C.groupKeys(keys);
+    const headline = document.getElementById("headline-charts");
+    const sections = document.getElementById("section-charts");
+    groups.headline.forEach(function (key) { if (!charts[key]) chartDiv(key, headline); });
+    groups.sections.forEach(function (section) {
+      let grid = sections.querySelector('.chart-grid[data-section="' + CSS.escape(section.name) + '"]');
+      if (!grid) {
+        const box = document.createElement("details");
+        box.open = true;
+        box.className = "metric-section";
+        const title = document.createElement("summary");
+        title.textContent = section.name;
+        grid = document.createElement("div");
+        grid.className = "chart-grid";
+        grid.dataset.section = section.name;
+        box.append(title, grid);
+        sections.appendChild(box);
+      }
+      section.keys.forEach(function (key) { if (!charts[key]) chartDiv(key, grid); });
+    });
+    document.getElementById("charts-empty").hidden = keys.length > 0;
+  }
+
+  // --- drawing ----------------------------------------------------------------------------------
+
+  function unit() {
+    let max = 0;
+    Object.keys(series).forEach(function (key) {
+      const xs = series[key].x;
+      if (xs.length && xs[xs.length - 1] > max) max = xs[xs.length - 1];
+    });
+    return C.timeUnit(max);
+  }
+
+  function drawChart(key) {
+    const chart = charts[key];
+    const data = series[key];
+    if (!chart || !data) return Promise.resolve();
+    chart.dirty = false;
+    const u = unit();
+    const traces = C.seriesTraces(data, { color: C.seriesColor(0), smooth: state.smooth, xMode: state.x, unit: u });
+    const layout = C.layout(key, state.x === "time" ? u.label : "step");
+    return C.draw(chart.div, traces, layout).then(function (gd) {
+      timings.chartsDrawn += 1;
+      if (!chart.drawn) {
+        chart.drawn = true;
+        gd.on("plotly_click", function (event) {
+          const point = event.points && event.points[0];
+          if (point && point.customdata) location.href = page.rolloutsUrl + "?step=" + point.customdata[0];
+        });
+      }
+    });
+  }
+
+  function markAllDirty() {
+    Object.keys(charts).forEach(function (key) { charts[key].dirty = true; });
+  }
+
+  // Draw what is on screen (and the headline charts); the rest waits until scrolled to.
+  function drawDirty() {
+    const jobs = [];
+    Object.keys(charts).forEach(function (key) {
+      const chart = charts[key];
+      if (chart.dirty && series[key] && (chart.visible || C.HEADLINE.indexOf(key) >= 0)) jobs.push(drawChart(key));
+    });
+    return Promise.all(jobs);
+  }
+
+  const redraw = TirlabLive.batch(drawDirty, 250); // at most 4 redraws a second
+
+  // --- data -------------------------------------------------------------------------------------
+
+  async function fetchSeries(wanted) {
+    if (!wanted.length) return;
+    const mode = state.x;
+    const url = page.metricsUrl + "?x=" + mode + "&max_points=" + MAX_POINTS +
+      "&keys=" + wanted.map(encodeURIComponent).join(",");
+    const body = await C.fetchJson(url);
+    if (mode !== state.x) return; // the x axis changed while this was in flight
+    takeSeries(body);
+  }
+
+  function takeSeries(body) {
+    Object.keys(body.series).forEach(function (key) {
+      series[key] = body.series[key];
+      if (charts[key]) charts[key].dirty = true;
+    });
+  }
+
+  async function loadAll() {
+    const groups = C.groupKeys(keys);
+    const prefetch = window.tirlabRunPrefetch;
+    if (prefetch && prefetch.x === state.x && prefetch.keys.join() === groups.headline.join()) {
+      const body = await prefetch.response;
+      if (prefetch.x === state.x) takeSeries(body); // unless the x axis changed meanwhile
+    } else {
+      await fetchSeries(groups.headline);
+    }
+    await drawDirty();
+    if (timings.headlineRenderedMs === null) {
+      timings.headlineRenderedMs = performance.now();
+      document.dispatchEvent(new CustomEvent("tirlab:headline-rendered"));
+    }
+    const rest = keys.filter(function (key) { return groups.headline.indexOf(key) < 0; });
+    // One request: the server reads all keys of a run in one pass over its rows.
+    await fetchSeries(rest);
+    await drawDirty();
+    timings.allLoadedMs = performance.now();
+    document.dispatchEvent(new CustomEvent("tirlab:charts-loaded"));
+  }
+
+  function addKeys(newKeys) {
+    const fresh = newKeys.filter(function (key) { return keys.indexOf(key) < 0; });
+    if (!fresh.length) return;
+    keys = keys.concat(fresh);
+    buildLayout();
+    fetchSeries(fresh).then(redraw);
+  }
+
+  // One websocket "metrics" event: each new step becomes an exact point after the buckets.
+  function appendSteps(steps) {
+    const fresh = [];
+    steps.forEach(function (row) {
+      if (firstStepTime === null) firstStepTime = row.time;
+      if (lastStep === null || row.step > lastStep) lastStep = row.step;
+      Object.keys(row.values).forEach(function (key) {
+        const value = row.values[key];
+        if (typeof value !== "number") return;
+        if (keys.indexOf(key) < 0) { if (fresh.indexOf(key) < 0) fresh.push(key); return; }
+        const s = series[key];
+        if (!s) return;
+        const n = s.step.length;
+        const x = state.x === "time" ? row.time - firstStepTime : row.step;
+        if (n && row.step === s.step[n - 1] && s.count[n - 1] === 1) {
+          s.min[n - 1] = s.max[n - 1] = s.last[n - 1] = value; // a re-sent step
+        } else if (!n || row.step > s.step[n - 1]) {
+          s.x.push(x); s.step.push(row.step); s.min.push(value); s.max.push(value); s.last.push(value); s.count.push(1);
+        } else {
+          return;
+        }
+        charts[key].dirty = true;
+      });
+    });
+    setText("run-last-step", lastStep === null ? "—" : String(lastStep));
+    addKeys(fresh);
+    redraw();
+  }
+
+  // --- status and logs --------------------------------------------------------------------------
+
+  function setText(id, text) {
+    const el = document.getElementById(id);
+    if (el) el.textContent = text;
+  }
+
+  function when(iso) {
+    return iso ? iso.replace("T", " ").slice(0, 19) : "—";
+  }
+
+  function showStatus(run) {
+    if (run.status) {
+      const badge = document.getElementById("run-status");
+      badge.textContent = run.status;
+      badge.className = "status " + run.status;
+      if (run.status !== "queued") { const q = document.getElementById("queue-position"); if (q) q.remove(); }
+      if (FINISHED.indexOf(run.status) >= 0) {
+        const cancel = document.getElementById("cancel-form");
+        if (cancel) cancel.remove();
+      }
+    }
+    if ("started_at" in run) setText("run-started", when(run.started_at));
+    if ("finished_at" in run) setText("run-finished", when(run.finished_at));
+    if ("heartbeat_at" in run) setText("run-heartbeat", when(run.heartbeat_at));
+    if (run.started_at && run.finished_at) {
+      // The same format as the server's (run_views._duration).
+      const total = Math.max(0, Math.floor((Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000));
+      const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = String(total % 60).padStart(2, "0");
+      setText("run-duration", h ? h + " h " + String(m).padStart(2, "0") + " min " + s + " s" : m + " min " + s + " s");
+    }
+    if (run.error) {
+      setText("run-error-text", run.error);
+      document.getElementById("run-error").hidden = false;
+    }
+  }
+
+  const logList = document.getElementById("log-lines");
+  const seenLines = new Set();
+  let lastLogId = page.lastLogId;
+
+  function lineKey(line) {
+    return Date.parse(line.time) + "|" + line.source + "|" + line.message;
+  }
+
+  logList.querySelectorAll("li[data-time]").forEach(function (li) {
+    seenLines.add(Date.parse(li.dataset.time) + "|" + li.dataset.source + "|" + li.querySelector(".log-message").textContent);
+  });
+
+  function appendLines(lines) {
+    lines.forEach(function (line) {
+      if (line.id && line.id > lastLogId) lastLogId = line.id;
+      const key = lineKey(line);
+      if (seenLines.has(key)) return;
+      seenLines.add(key);
+      const empty = logList.querySelector(".log-empty");
+      if (empty) empty.remove();
+      const li = document.createElement("li");
+      li.className = "log-" + line.level;
+      const time = document.createElement("time");
+      time.textContent = new Date(line.time).toISOString().slice(11, 19);
+      const source = document.createElement("span");
+      source.className = "log-source";
+      source.textContent = line.source;
+      const message = document.createElement("span");
+      message.className = "log-message";
+      message.textContent = line.message;
+      li.append(time, " ", source, " ", message);
+      const atBottom = logList.scrollTop + logList.clientHeight >= logList.scrollHeight - 4;
+      logList.appendChild(li);
+      if (atBottom) logList.scrollTop = logList.scrollHeight;
+    });
+  }
+
+  async function pollLogs() {
+    const body = await C.fetchJson(page.logsUrl + "?after=" + lastLogId + "&page_size=500");
+    appendLines(body.results);
+  }
+
+  // --- live -------------------------------------------------------------------------------------
+
+  async function poll() {
+    const run = await C.fetchJson(page.runUrl);
+    showStatus(run);
+    addKeys(run.metric_keys || []);
+    if (run.last_step !== null && run.last_step !== lastStep) {
+      lastStep = run.last_step;
+      setText("run-last-step", String(lastStep));
+      // Re-read what is on screen; charts further down re-read when scrolled to.
+      const onScreen = keys.filter(function (key) {
+        const chart = charts[key];
+        if (!chart || chart.visible || C.HEADLINE.indexOf(key) >= 0) return true;
+        chart.stale = true;
+        return false;
+      });
+      await fetchSeries(onScreen);
+      redraw();
+    }
+    await pollLogs();
+  }
+
+  function onEvent(event) {
+    if (event.event === "metrics") appendSteps(event.data.steps || []);
+    else if (event.event === "status") showStatus(event.data);
+    else if (event.event === "logs") appendLines(event.data.lines || []);
+    else if (event.event === "snapshot") {
+      showStatus(event.data);
+      // Steps reported while the socket was down: read them from the API.
+      if (event.data.last_step !== null && event.data.last_step !== lastStep) poll();
+    }
+  }
+
+  const liveLabels = { live: "live", polling: "live (polling)", paused: "paused while the tab is hidden" };
+
+  // --- controls ---------------------------------------------------------------------------------
+
+  const smooth = document.getElementById("smooth");
+  const smoothValue = document.getElementById("smooth-value");
+  const xAxis = document.getElementById("x-axis");
+  smooth.value = state.smooth;
+  smoothValue.textContent = state.smooth.toFixed(2);
+  xAxis.value = state.x;
+
+  smooth.addEventListener("input", function () {
+    state.smooth = parseFloat(smooth.value);
+    smoothValue.textContent = state.smooth.toFixed(2);
+    C.replaceQuery({ smooth: state.smooth || null });
+    markAllDirty();
+    redraw();
+  });
+  xAxis.addEventListener("change", function () {
+    state.x = xAxis.value;
+    C.replaceQuery({ x: state.x === "step" ? null : state.x });
+    series = {};
+    markAllDirty();
+    fetchSeries(keys).then(drawDirty);
+  });
+  C.onThemeChange(function () { markAllDirty(); drawDirty(); });
+
+  // The page's figures (render times, draws) and its event handler, for benchmarks and tests.
+  timings.handleEvent = onEvent;
+  document.querySelectorAll("#charts .js-only").forEach(function (el) { el.hidden = false; });
+  buildLayout();
+  loadAll().catch(function (err) { setText("live-state", "could not load metrics: " + err.message); });
+  TirlabLive.connect(page.wsPath, {
+    onEvent: onEvent,
+    poll: poll,
+    pollMs: 3000,
+    onState: function (s) { setText("live-state", liveLabels[s] || s); },
+  });
+})();

@@ -1,0 +1,122 @@
+"""Datasets in a real browser: a malformed upload is refused with its line, a good one is listed
+and its rows preview as the model will see them."""
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from webapp.core.seed import builtin_datasets_seed
+from webapp.datasets.models import Dataset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+def in_thread(fn, **kwargs):
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, **kwargs).result()
+
+
+def log_in(page, live_server) -> None:
+    page.goto(f"{live_server.url}/datasets/")
+    assert "/accounts/login/" in page.url
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", "tool-use-2026")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/datasets/")
+
+
+def screenshot(page, name: str) -> None:
+    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / name), full_page=True)
+
+
+def upload(page, live_server, filename: str, content: bytes, name: str = "") -> None:
+    page.goto(f"{live_server.url}/datasets/")
+    page.set_input_files("input[name=file]", {"name": filename, "mimeType": "application/jsonl", "buffer": content})
+    if name:
+        page.fill("input[name=name]", name)
+    page.click("#upload button[type=submit]")
+
+
+def jsonl(*rows: dict) -> bytes:
+    return "".join(json.dumps(row) + "\n" for row in rows).encode()
+
+
+GOOD = jsonl(
+    {"question": "What is 6 * 7?", "answer": "42"},
+    {"question": 'Is <img src=x onerror="document.title=1"> text?', "answer": "1"},
+    {"question": "What is 2 + 3?", "answer": 5},
+)
+TWO_GOOD_LINES = jsonl({"question": "1+1?", "answer": "2"}, {"question": "2+2?", "answer": "4"})
+BAD_JSON = TWO_GOOD_LINES + b'{"question": "3+3?", "answer": \n'
+NO_ANSWER = TWO_GOOD_LINES + jsonl({"question": "3+3?"})
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(BAD_JSON, "line 3: "), (NO_ANSWER, "line 3: field 'answer' is missing")],
+    ids=["bad-json", "missing-answer"],
+)
+def test_malformed_upload_shows_the_error_and_stores_nothing(
+    page, live_server, researcher, media_root, content, expected
+):
+    log_in(page, live_server)
+    upload(page, live_server, "broken.jsonl", content)
+    error = page.locator("#upload-error")
+    assert error.is_visible()
+    assert "broken.jsonl: " + expected in error.inner_text()
+    assert Dataset.objects.count() == 0
+    assert not [p for p in Path(media_root).rglob("*") if p.is_file()]
+    screenshot(page, "datasets-upload-error.png")
+
+
+def test_good_upload_is_listed_and_previews_the_rendered_prompt(page, live_server, researcher):
+    in_thread(builtin_datasets_seed)
+    log_in(page, live_server)
+    upload(page, live_server, "toy.jsonl", GOOD, name="toy arithmetic")
+    page.wait_for_url(f"{live_server.url}/datasets/*/")
+    assert "Uploaded toy arithmetic: 3 rows" in page.inner_text("main")
+
+    # The protocol's default template for python_markdown is ToRL's: its system prompt, then the question.
+    first = page.locator(".row-preview").first
+    assert first.locator(".chat-message.system").count() == 1
+    assert first.locator(".chat-message.user pre").inner_text() == "What is 6 * 7?"
+    assert first.locator(".ground-truth pre").inner_text() == "42"
+    # Untrusted row text shows as text.
+    assert '<img src=x onerror="document.title=1">' in page.locator(".row-preview").nth(1).inner_text()
+    assert page.locator(".row-preview img").count() == 0
+
+    page.select_option("select[name=protocol]", "retool")
+    page.select_option("select[name=template]", "retool")
+    page.fill("input[name=rows]", "2")
+    page.click("#preview-form button[type=submit]")
+    page.wait_for_url("**template=retool**")
+    assert page.locator(".row-preview").count() == 2
+    user = page.locator(".row-preview").first.locator(".chat-message.user pre").inner_text()
+    assert "<interpreter>output_str</interpreter>" in user and "What is 6 * 7?" in user
+    assert page.locator(".row-preview").first.locator(".chat-message.system").count() == 0
+    screenshot(page, "dataset-detail.png")
+
+    page.click("text=← Datasets")
+    row = page.locator("table.datasets tr", has_text="toy arithmetic")
+    cells = row.locator("td").all_inner_texts()
+    assert cells[1:3] == ["JSONL question/answer", "3"]
+    assert "uploaded by ada" in row.inner_text()
+    assert "built-in" in page.locator("table.datasets tr", has_text="gsm8k-test").inner_text()
+    screenshot(page, "datasets.png")

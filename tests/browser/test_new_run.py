@@ -1,0 +1,77 @@
+"""The new-run page in a real browser: presets fill the generated form, errors show at their field, launch."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.browser.test_dashboard import log_in, researcher  # noqa: F401 — a fixture
+from trainer.presets import preset_config
+from webapp.runs.models import Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def open_form(page, live_server) -> None:
+    log_in(page, live_server)
+    page.click("text=New run")
+    page.wait_for_url("**/runs/new/")
+
+
+def test_choosing_the_quickstart_preset_fills_the_form(page, live_server, researcher):  # noqa: F811
+    open_form(page, live_server)
+    assert page.input_value("[name='config.rollout.prompts_per_step']") == "8"
+    assert not page.is_checked("[name='config.sft.enabled']")
+    page.select_option("#preset-select", "quickstart")
+    assert page.input_value("[name='config.rollout.prompts_per_step']") == "16"
+    assert page.input_value("[name='config.optim.learning_rate']") == "0.00003"
+    assert page.input_value("[name='config.data.val_dataset']") == "arithmetic"
+    assert page.is_checked("[name='config.sft.enabled']")
+    assert page.input_value("[name='config.sft.epochs']") == "4"
+    assert "learns to call Python" in page.inner_text("#preset-description")
+    assert page.url.endswith("/runs/new/?preset=quickstart")
+    # Another preset changes the reward and its parameters too.
+    page.select_option("#preset-select", "quickstart-otc")
+    assert page.input_value("[name='config.reward.name']") == "otc_grpo"
+    assert '"wrong_reward": -1' in page.input_value("[name='config.reward.params']")
+    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / "new_run.png"), full_page=True)
+
+
+def test_an_invalid_value_is_shown_at_its_field_and_creates_nothing(page, live_server, researcher):  # noqa: F811
+    open_form(page, live_server)
+    page.fill("#f-name", "inverted accuracy window")
+    page.fill("[name='config.filtering.accuracy_min']", "0.8")
+    page.fill("[name='config.filtering.accuracy_max']", "0.05")
+    page.click("#launch")
+    page.wait_for_selector("#form-errors")
+    field = page.locator(".field[data-path='filtering.accuracy_min']")
+    assert "must be <= accuracy_max (0.05)" in field.locator(".field-error").inner_text()
+    assert "invalid" in field.get_attribute("class")
+    # What was typed is kept.
+    assert page.input_value("#f-name") == "inverted accuracy window"
+    assert page.input_value("[name='config.filtering.accuracy_max']") == "0.05"
+    assert Run.objects.count() == 0
+
+
+def test_launching_the_quickstart_creates_a_managed_queued_run_and_opens_it(page, live_server, researcher):  # noqa: F811
+    open_form(page, live_server)
+    page.select_option("#preset-select", "quickstart")
+    page.fill("#f-name", "quickstart from the browser")
+    page.fill("#f-tags", "cpu, smoke")
+    page.click("#launch")
+    page.wait_for_url("**/runs/*/")
+    run = Run.objects.get()
+    assert page.url.endswith(f"/runs/{run.pk}/")
+    assert (run.name, run.managed, run.status, run.preset) == (
+        "quickstart from the browser",
+        True,
+        "queued",
+        "quickstart",
+    )
+    assert run.tags == ["cpu", "smoke"]
+    expected = preset_config("quickstart").model_dump(mode="json")
+    for section in ("model", "tools", "reward", "rollout", "optim", "grpo", "sft", "schedule"):
+        assert run.config[section] == expected[section], section

@@ -1,0 +1,206 @@
+"""The run page in Chromium: charts from stored metrics, live updates by polling, cancel, fork."""
+
+import os
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from tests.browser.test_dashboard import in_thread
+from webapp.runs.ingest import ingest_batch
+from webapp.runs.models import Run, RunStatus
+from webapp.runs.services import run_create, run_transition
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HEADLINE = ["accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "tool_productivity"]
+T0 = 1_780_000_000.0
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
+
+
+def step_values(step: int) -> dict[str, float]:
+    return {
+        "accuracy": step / 100,
+        "tool_call_ratio": 0.5,
+        "code_in_correct": step / 200,
+        "response_length/mean": 300.0 + step,
+        "tool_productivity": 0.25,
+        "actor/kl": 0.001 * step,
+        "reward/mean": -1 + step / 50,
+    }
+
+
+def reporting_run(user, steps: int) -> tuple[Run, str]:
+    """An unmanaged run whose trainer (this test) reported `steps` steps through the real ingest."""
+    run, token = run_create(user=user, name="ToRL live", config={}, managed=False)
+    run_transition(run=run, status=RunStatus.STARTING)
+    metrics = [{"step": step, "time": T0 + 30 * step, "values": step_values(step)} for step in range(steps)]
+    ingest_batch(run_id=run.pk, token=token, payload={"status": {"status": "running"}, "metrics": metrics})
+    ingest_batch(run_id=run.pk, token=token, payload={"logs": [{"seq": 1, "time": T0, "message": "<b>warming up</b>"}]})
+    return run, token
+
+
+def open_logged_in(page, live_server, path: str) -> None:
+    """Log in as ada through the login form, landing on `path`."""
+    page.goto(f"{live_server.url}/accounts/login/?next={quote(path)}")
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", "tool-use-2026")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: urlsplit(url).path == urlsplit(path).path)
+
+
+def chart_steps(page, key: str) -> list:
+    return page.evaluate(
+        "key => { const div = document.querySelector(`.chart[data-key='${key}']`);"
+        " return div && div.data ? div.data[2].customdata.map(c => c[0]) : null; }",
+        key,
+    )
+
+
+def screenshot(page, name: str) -> None:
+    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / name), full_page=True)
+
+
+def test_charts_render_from_stored_metrics_and_link_to_rollouts(page, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=40)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.headlineRenderedMs !== null")
+    headline = page.eval_on_selector_all("#headline-charts .chart", "divs => divs.map(d => d.dataset.key)")
+    assert headline == HEADLINE
+    assert chart_steps(page, "accuracy") == list(range(40))
+    values = page.evaluate("document.querySelector(\".chart[data-key='accuracy']\").data[2].customdata[39][1]")
+    assert values == pytest.approx(0.39)
+    # Other metrics in sections named by their prefix, drawn once scrolled to.
+    assert page.inner_text("#section-charts").count("actor") >= 1
+    page.locator(".chart[data-key='reward/mean']").scroll_into_view_if_needed()
+    page.wait_for_function("document.querySelector(\".chart[data-key='reward/mean']\").data !== undefined")
+    assert chart_steps(page, "reward/mean") == list(range(40))
+    # The trainer's log line is text, not markup.
+    assert "<b>warming up</b>" in page.inner_text("#log-lines")
+    page.wait_for_function("document.getElementById('live-state').textContent.includes('polling')")
+    page.locator("#charts").scroll_into_view_if_needed()
+    screenshot(page, "run_page.png")
+
+    # Hover shows the exact value; a click opens that step's rollouts.
+    page.locator(".chart[data-key='accuracy']").scroll_into_view_if_needed()
+    point = page.evaluate(
+        """() => { const gd = document.querySelector(".chart[data-key='accuracy']");
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        return [xa._offset + xa.l2p(20), ya._offset + ya.l2p(0.2)]; }"""
+    )
+    svg = page.locator(".chart[data-key='accuracy'] .main-svg").first.bounding_box()
+    page.mouse.move(svg["x"] + point[0], svg["y"] + point[1])
+    page.wait_for_function("document.querySelector(\".chart[data-key='accuracy'] .hoverlayer\").textContent !== ''")
+    hover = page.locator(".chart[data-key='accuracy'] .hoverlayer").text_content()
+    assert "step 20" in hover and "value 0.2" in hover
+    page.mouse.click(svg["x"] + point[0], svg["y"] + point[1])
+    page.wait_for_url(f"**/runs/{run.pk}/rollouts/?step=20")
+
+
+def test_a_new_step_appears_through_the_polling_fallback(page, live_server, researcher):
+    run, token = in_thread(reporting_run, user=researcher, steps=10)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.headlineRenderedMs !== null")
+    assert chart_steps(page, "accuracy") == list(range(10))
+    batch = {
+        "metrics": [{"step": 10, "time": T0 + 300, "values": {**step_values(10), "val/accuracy": 0.75}}],
+        "logs": [{"seq": 2, "time": T0 + 300, "message": "step 10 done"}],
+    }
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload=batch)
+    # No websocket under the test server: the 3 s poll must bring the step, the new metric and the log line.
+    page.wait_for_function(
+        "document.querySelector(\".chart[data-key='accuracy']\").data[2].customdata.length === 11", timeout=12_000
+    )
+    assert chart_steps(page, "accuracy")[-1] == 10
+    page.wait_for_selector(".chart[data-key='val/accuracy']", timeout=12_000)
+    page.wait_for_function("document.getElementById('log-lines').textContent.includes('step 10 done')")
+    assert page.inner_text("#run-last-step") == "10"
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload={"status": {"status": "succeeded"}})
+    page.wait_for_function("document.getElementById('run-status').textContent === 'succeeded'", timeout=12_000)
+
+
+def test_cancel_button_cancels_the_run(page, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=3)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    assert page.inner_text("#run-status") == "running"
+    page.click("#cancel-form button")
+    page.wait_for_selector("text=cancelled.")
+    assert page.inner_text("#run-status") == "cancelled"
+    assert page.locator("#cancel-form").count() == 0
+    assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+def test_fork_with_an_invalid_override_shows_the_field_error(page, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=3)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.fill("textarea[name=overrides]", '{"rollout": {"group_size": -4}}')
+    page.click("#fork button[type=submit]")
+    errors = page.inner_text("#fork-errors")
+    assert "config.rollout.group_size" in errors
+    assert page.input_value("textarea[name=overrides]") == '{"rollout": {"group_size": -4}}'
+    screenshot(page, "run_page_fork_error.png")
+    assert Run.objects.count() == 1
+    page.fill("textarea[name=overrides]", '{"rollout": {"group_size": 4}}')
+    page.fill("input[name=name]", "ToRL live, groups of 4")
+    page.click("#fork button[type=submit]")
+    page.wait_for_selector("text=forked from")
+    child = Run.objects.get(name="ToRL live, groups of 4")
+    assert page.url.endswith(f"/runs/{child.pk}/")
+    assert child.config["rollout"]["group_size"] == 4
+
+
+def test_websocket_metric_events_append_and_redraw_at_most_four_times_a_second(page, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=10)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.allLoadedMs")
+    page.wait_for_timeout(300)
+    before = page.evaluate("window.tirlabRunPage.chartsDrawn")
+    # 200 steps as a fast trainer's websocket events would bring them, 5 ms apart (1 s in all).
+    page.evaluate(
+        """async ([t0, values]) => {
+        for (let step = 10; step < 210; step++) {
+            const row = {step: step, time: t0 + 30 * step, values: Object.assign({}, values, {accuracy: step / 1000})};
+            window.tirlabRunPage.handleEvent({event: "metrics", run_id: 1, data: {steps: [row]}});
+            await new Promise(resolve => setTimeout(resolve, 5));
+        }
+        }""",
+        [T0, step_values(0)],
+    )
+    page.wait_for_function("document.querySelector(\".chart[data-key='accuracy']\").data[2].customdata.length === 210")
+    page.wait_for_timeout(400)
+    assert chart_steps(page, "accuracy") == list(range(210))
+    assert page.inner_text("#run-last-step") == "209"
+    drawn = page.evaluate("window.tirlabRunPage.chartsDrawn") - before
+    charts = page.evaluate("Object.keys(document.querySelectorAll('.chart[data-key]')).length")
+    # Every chart on screen redraws at most once per 250 ms batch: ~1.2 s of events, at most 6 batches.
+    assert 0 < drawn <= 6 * charts
+
+
+def test_smoothing_and_relative_time_controls(page, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=40)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.headlineRenderedMs !== null")
+    assert page.is_visible("#smooth")
+    page.locator("#smooth").fill("0.9")
+    page.wait_for_function("location.search.includes('smooth=0.9')")
+    page.wait_for_function(
+        "(() => { const t = document.querySelector(\".chart[data-key='accuracy']\").data[2];"
+        " return t.y[39] < t.customdata[39][1] - 0.01; })()"  # a rising line: its EMA lags below
+    )
+    page.select_option("#x-axis", "time")
+    page.wait_for_function(
+        "document.querySelector(\".chart[data-key='accuracy']\").layout.xaxis.title.text.includes('since first step')"
+    )
+    # 40 steps 30 s apart: the last point sits at 19.5 minutes.
+    x = page.evaluate("document.querySelector(\".chart[data-key='accuracy']\").data[2].x")
+    assert x[0] == 0 and x[-1] == pytest.approx(19.5)
+    page.reload()
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.headlineRenderedMs !== null")
+    assert page.input_value("#x-axis") == "time" and page.input_value("#smooth") == "0.9"

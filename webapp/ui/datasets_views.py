@@ -1,0 +1,133 @@
+"""Datasets pages: the list with an upload form, and a dataset's rows as the model will see them."""
+
+import json
+from itertools import islice
+from pathlib import Path
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from trainer.data import DatasetError, DatasetFormat, iter_examples
+from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, apply_template
+from trainer.protocols import PROTOCOL_NAMES
+from webapp.datasets.models import Dataset
+from webapp.datasets.services import dataset_create_from_upload, dataset_delete
+
+PAGE_SIZE = 50
+PREVIEW_ROWS = 5
+MAX_PREVIEW_ROWS = 50
+# The protocol a dataset's rows are most likely trained with, by format (the form's first choice).
+DEFAULT_PROTOCOL = {DatasetFormat.FUNCTION_CALLING.value: "tool_call_json"}
+
+
+def _visible(request: HttpRequest, pk: int) -> Dataset:
+    return get_object_or_404(Dataset.objects.visible_to(request.user).select_related("owner"), pk=pk)
+
+
+def _may_delete(user, dataset: Dataset) -> bool:
+    return not dataset.builtin and (user.is_staff or dataset.owner_id == user.pk)
+
+
+@login_required
+def dataset_list(request: HttpRequest) -> HttpResponse:
+    upload_error = None
+    status = 200
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        name = request.POST.get("name", "").strip()
+        description = request.POST.get("description", "").strip()
+        if upload is None:
+            upload_error = "Choose a file to upload."
+        elif len(name) > 200:
+            upload_error = "The name is longer than 200 characters."
+        else:
+            try:
+                dataset = dataset_create_from_upload(
+                    user=request.user, upload=upload, name=name, description=description
+                )
+            except DatasetError as exc:
+                upload_error = str(exc)
+            else:
+                messages.success(request, f"Uploaded {dataset.name}: {dataset.row_count} rows, {dataset.format}.")
+                return redirect("dataset-detail", pk=dataset.pk)
+        status = 400
+    visible = Dataset.objects.visible_to(request.user).select_related("owner")
+    page = Paginator(visible.order_by("-builtin", "-created_at", "-pk"), PAGE_SIZE).get_page(request.GET.get("page"))
+    for dataset in page:
+        dataset.may_delete = _may_delete(request.user, dataset)
+    return render(
+        request,
+        "ui/datasets.html",
+        {"page": page, "upload_error": upload_error, "form": request.POST},
+        status=status,
+    )
+
+
+def _choice(value: str | None, choices, default: str) -> str:
+    return value if value in choices else default
+
+
+def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: int) -> list[dict]:
+    rows = []
+    examples = iter_examples(Path(dataset.file_path), DatasetFormat(dataset.format))
+    for example in islice(examples, count):
+        truth = example.ground_truth
+        rows.append(
+            {
+                "id": example.id,
+                "messages": apply_template(example, protocol, template),
+                "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, indent=2),
+                "tools": example.tools,
+            }
+        )
+    return rows
+
+
+@login_required
+def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = _visible(request, pk)
+    protocol = _choice(
+        request.GET.get("protocol"), PROTOCOL_NAMES, DEFAULT_PROTOCOL.get(dataset.format, "python_markdown")
+    )
+    template = _choice(request.GET.get("template"), TEMPLATES, "")
+    try:
+        count = min(max(int(request.GET.get("rows", PREVIEW_ROWS)), 1), MAX_PREVIEW_ROWS)
+    except ValueError:
+        count = PREVIEW_ROWS
+    rows, preview_error = [], None
+    try:
+        rows = _preview_rows(dataset, protocol, template or None, count)
+    except (DatasetError, PromptTemplateError, OSError) as exc:
+        preview_error = str(exc)
+    return render(
+        request,
+        "ui/dataset_detail.html",
+        {
+            "dataset": dataset,
+            "rows": rows,
+            "preview_error": preview_error,
+            "protocol": protocol,
+            "template": template,
+            "count": count,
+            "protocols": PROTOCOL_NAMES,
+            "templates": list(TEMPLATES),
+            "default_template": DEFAULT_TEMPLATES[protocol],
+            "may_delete": _may_delete(request.user, dataset),
+        },
+    )
+
+
+@login_required
+@require_POST
+def dataset_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = _visible(request, pk)
+    if not _may_delete(request.user, dataset):
+        raise PermissionDenied("Built-in datasets and other users' datasets cannot be deleted.")
+    dataset_delete(dataset=dataset)
+    messages.success(request, f"Deleted dataset {dataset.name}.")
+    return redirect("datasets")

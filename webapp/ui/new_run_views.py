@@ -1,0 +1,143 @@
+"""The new-run page (/runs/new/): pick a preset, edit any field of the generated config form, launch."""
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from trainer.config import ConfigError, config_json_schema, default_config
+from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
+from webapp.datasets.models import Dataset
+from webapp.rewards.models import RewardConfig
+from webapp.runs.models import Experiment
+from webapp.runs.services import DATASET_REF_PREFIX, run_create
+from webapp.ui.config_form import attach_errors, config_sections, parse_config
+
+TAG_MAX = 64
+NAME_MAX = 200
+
+
+def _preset_configs() -> dict[str, dict[str, Any]]:
+    """Every preset's full config (and the defaults), for the page's script to fill the form with."""
+    configs = {name: preset_config(name).model_dump(mode="json") for name in PRESETS}
+    return {"__defaults__": default_config(), **configs}
+
+
+def _dataset_choices(user) -> list[dict[str, str]]:
+    """Datasets offered in dataset fields: built-ins by name, the user's uploads as dataset:<id>."""
+    choices = []
+    for dataset in Dataset.objects.visible_to(user).order_by("-builtin", "name"):
+        value = dataset.name if dataset.builtin else f"{DATASET_REF_PREFIX}{dataset.pk}"
+        label = f"{dataset.name} · {dataset.get_format_display()} · {dataset.row_count} rows"
+        choices.append({"value": value, "label": label if dataset.builtin else f"{label} (uploaded)"})
+    return choices
+
+
+def _meta_from(data) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Name, description, experiment, tags, reward config and preset from the submitted form."""
+    errors: dict[str, list[str]] = {}
+    meta = {
+        "name": data.get("name", "").strip(),
+        "description": data.get("description", "").strip(),
+        "experiment": data.get("experiment", ""),
+        "new_experiment": data.get("new_experiment", "").strip(),
+        "tags": data.get("tags", ""),
+        "reward_config": data.get("reward_config", ""),
+        "preset": data.get("preset", ""),
+    }
+    if not meta["name"]:
+        errors["name"] = ["Give the run a name."]
+    elif len(meta["name"]) > NAME_MAX:
+        errors["name"] = [f"At most {NAME_MAX} characters."]
+    tags = [tag.strip() for tag in meta["tags"].split(",") if tag.strip()]
+    if any(len(tag) > TAG_MAX for tag in tags):
+        errors["tags"] = [f"Each tag has at most {TAG_MAX} characters."]
+    meta["tag_list"] = tags
+    if meta["preset"] and meta["preset"] not in PRESETS:
+        errors["preset"] = [f"Unknown preset {meta['preset']!r}."]
+    return meta, errors
+
+
+def _lookup(model_objects, value: str, user, field: str, errors: dict[str, list[str]]):
+    if not value:
+        return None
+    found = model_objects.visible_to(user).filter(pk=int(value)).first() if value.isdigit() else None
+    if found is None:
+        errors[field] = ["Choose one from the list."]
+    return found
+
+
+def _launch(request: HttpRequest, meta: dict[str, Any], config: dict, errors: dict[str, list[str]]):
+    """Create the run (managed: queued for launch as a Ray job once this commits); None on errors."""
+    user = request.user
+    experiment = _lookup(Experiment.objects, meta["experiment"], user, "experiment", errors)
+    reward_config = _lookup(RewardConfig.objects, meta["reward_config"], user, "reward_config", errors)
+    if errors:
+        return None
+    try:
+        with transaction.atomic():
+            if meta["new_experiment"]:
+                experiment, _ = Experiment.objects.get_or_create(owner=user, name=meta["new_experiment"][:200])
+            run, _ = run_create(
+                user=user,
+                name=meta["name"],
+                config=config,
+                experiment=experiment,
+                reward_config=reward_config,
+                description=meta["description"],
+                tags=meta["tag_list"],
+                preset=meta["preset"],
+                managed=True,
+            )
+    except ConfigError as exc:
+        errors.update(exc.errors)
+        return None
+    return run
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_new(request: HttpRequest) -> HttpResponse:
+    schema = config_json_schema()
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        meta, errors = _meta_from(request.POST)
+        sections = config_sections(schema, default_config())
+        config, config_errors = parse_config(sections, request.POST)
+        if meta["reward_config"]:
+            # A stored reward config replaces the reward section: its fields are not used.
+            config.pop("reward", None)
+            config_errors = {path: m for path, m in config_errors.items() if not path.startswith("reward.")}
+        errors.update({f"config.{path}": messages for path, messages in config_errors.items()})
+        run = None if errors else _launch(request, meta, config, errors)
+        if run is not None:
+            return redirect(f"/runs/{run.pk}/")
+        status = 400
+    else:
+        preset = request.GET.get("preset", "")
+        meta = {"preset": preset if preset in PRESETS else "", "name": "", "tags": "", "description": ""}
+        if preset and preset not in PRESETS:
+            errors["preset"] = [f"Unknown preset {preset!r}; showing the defaults."]
+        values = preset_config(preset).model_dump(mode="json") if meta["preset"] else default_config()
+        sections = config_sections(schema, values)
+        status = 200
+    config_field_errors = {path.removeprefix("config."): m for path, m in errors.items() if path.startswith("config.")}
+    unplaced = attach_errors(sections, config_field_errors)
+    form_errors = {key: m for key, m in errors.items() if not key.startswith("config.")}
+    unplaced += form_errors.pop("non_field_errors", [])
+    context = {
+        "meta": meta,
+        "sections": sections,
+        "form_errors": form_errors,
+        "unplaced_errors": unplaced,
+        "has_errors": bool(errors),
+        "presets": [{"name": name, "description": PRESET_DESCRIPTIONS.get(name, "")} for name in PRESETS],
+        "preset_configs": _preset_configs(),
+        "datasets": _dataset_choices(request.user),
+        "reward_configs": RewardConfig.objects.visible_to(request.user).order_by("-builtin", "name"),
+        "experiments": Experiment.objects.visible_to(request.user).order_by("name"),
+    }
+    return render(request, "ui/new_run.html", context, status=status)

@@ -1,0 +1,317 @@
+"""The rollouts page: a run's sampled trajectories step by step, GRPO groups side by side, with
+filters, a text/regex search across steps and deep links to one trajectory.
+
+Server-rendered so it works with JavaScript off; static/js/rollouts.js adds arrow keys, the
+slider, code highlighting, copy-link and a notice when a newer step arrives.
+"""
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.db import OperationalError, connection, transaction
+from django.db.models import Max, Min, QuerySet
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import NoReverseMatch, reverse
+
+from webapp.runs.ingest_schema import INT_MAX
+from webapp.runs.models import Run, Trajectory
+from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
+from webapp.ui.rollout_text import split_model_text
+
+GROUPS_PER_PAGE = 4
+SEARCH_PAGE_SIZE = 50
+SEARCH_TIMEOUT = "5s"
+SNIPPET_CHARS = 90
+PREVIEW_CHARS = 160
+
+# Query parameters that filter trajectories and so travel with every navigation link.
+FILTER_PARAMS = ("correct", "used_tool", "has_tool_error", "truncated")
+
+
+class RolloutQuery(forms.Form):
+    step = forms.IntegerField(required=False, min_value=0, max_value=INT_MAX)
+    prompt = forms.IntegerField(required=False, min_value=0, max_value=INT_MAX)
+    sample = forms.IntegerField(required=False, min_value=0, max_value=INT_MAX)
+    page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    correct = forms.ChoiceField(
+        required=False, choices=[("", "all"), ("true", "correct"), ("false", "incorrect")], label="Outcome"
+    )
+    used_tool = forms.BooleanField(required=False, label="used a tool")
+    has_tool_error = forms.BooleanField(required=False, label="tool error")
+    truncated = forms.BooleanField(required=False, label="truncated")
+    q = forms.CharField(required=False, max_length=SEARCH_MAX_CHARS, strip=False, label="Search all steps")
+    regex = forms.BooleanField(required=False, label="regex")
+
+    def selector_filters(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "correct": {"true": True, "false": False}.get(data["correct"]),
+            "used_tool": True if data["used_tool"] else None,
+            "has_tool_error": True if data["has_tool_error"] else None,
+            "truncated": True if data["truncated"] else None,
+        }
+
+    def filter_params(self) -> dict[str, str]:
+        data = self.cleaned_data
+        params = {"correct": data["correct"]} if data["correct"] else {}
+        params.update({name: "1" for name in FILTER_PARAMS[1:] if data[name]})
+        return params
+
+
+def _query(params: dict[str, Any]) -> str:
+    return "?" + urlencode({key: value for key, value in params.items() if value not in (None, "")})
+
+
+@dataclass
+class TurnView:
+    kind: str
+    parts: list = field(default_factory=list)  # model turns: prose and code
+    text: str = ""  # tool turns: the output
+    call: str = ""  # tool turns: the code or call, when the model turn above does not show it
+    status: str = ""
+    duration_ms: float | None = None
+
+
+def _turn_views(turns: list[dict]) -> list[TurnView]:
+    views: list[TurnView] = []
+    previous_model_text = ""
+    for turn in turns:
+        if turn.get("kind") == "tool":
+            call = turn.get("call") or ""
+            views.append(
+                TurnView(
+                    kind="tool",
+                    text=turn.get("text", ""),
+                    call="" if call.strip() in previous_model_text else call,
+                    status=turn.get("status") or "",
+                    duration_ms=turn.get("duration_ms"),
+                )
+            )
+        else:
+            previous_model_text = turn.get("text", "")
+            views.append(TurnView(kind="model", parts=split_model_text(previous_model_text)))
+    return views
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | None]) -> Trajectory:
+    trajectory.turn_views = _turn_views(trajectory.turns)
+    trajectory.ground_truth_text = _as_text(trajectory.ground_truth)
+    trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
+    trajectory.deep_link = (
+        _query({"step": trajectory.step, "prompt": trajectory.prompt_index, "sample": trajectory.sample_index})
+        + f"#t-{trajectory.prompt_index}-{trajectory.sample_index}"
+    )
+    return trajectory
+
+
+def _prompt_preview(prompt: Any) -> str:
+    """The question on one line: the last message of a chat prompt, cut to PREVIEW_CHARS."""
+    if isinstance(prompt, list):
+        prompt = prompt[-1].get("content", "") if prompt and isinstance(prompt[-1], dict) else ""
+    text = _one_line(_as_text(prompt)).strip()
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _group_stats(rows: list[tuple[int, bool, float]]) -> dict[str, dict[str, Any]]:
+    """Per prompt index of the whole step (filters aside): size, correct count, reward mean and std."""
+    by_prompt: dict[int, list[tuple[bool, float]]] = {}
+    for prompt_index, correct, reward in rows:
+        by_prompt.setdefault(prompt_index, []).append((correct, reward))
+    stats = {}
+    for prompt_index, items in by_prompt.items():
+        rewards = [reward for _, reward in items]
+        mean = sum(rewards) / len(rewards)
+        std = math.sqrt(sum((reward - mean) ** 2 for reward in rewards) / len(rewards))
+        stats[prompt_index] = {
+            "size": len(items),
+            "correct": sum(1 for correct, _ in items if correct),
+            "mean_reward": mean,
+            "reward_std": std,
+        }
+    return stats
+
+
+def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
+    data = query.cleaned_data
+    matching = run_trajectories(run=run, **query.selector_filters())
+    context: dict[str, Any] = {"notice": ""}
+    requested = data["step"]
+    if requested is None:
+        step = matching.aggregate(step=Max("step"))["step"]
+    elif matching.filter(step=requested).exists():
+        step = requested
+    else:
+        below = matching.filter(step__lt=requested).aggregate(step=Max("step"))["step"]
+        step = below if below is not None else matching.filter(step__gt=requested).aggregate(step=Min("step"))["step"]
+        if step is not None:
+            context["notice"] = f"Step {requested} has no matching rollouts; showing step {step}."
+    if step is None:
+        context["notice"] = "No rollouts match these filters." if query.filter_params() else ""
+        return context
+
+    filter_params = query.filter_params()
+    prev_step = matching.filter(step__lt=step).aggregate(step=Max("step"))["step"]
+    next_step = matching.filter(step__gt=step).aggregate(step=Min("step"))["step"]
+    step_rows = list(Trajectory.objects.filter(run=run, step=step).values_list("prompt_index", "correct", "reward"))
+    stats = _group_stats(step_rows)
+    shown = list(matching.filter(step=step).values_list("prompt_index", flat=True).distinct().order_by("prompt_index"))
+    pages = max(1, math.ceil(len(shown) / GROUPS_PER_PAGE))
+    page = data["page"]
+    if page is None and data["prompt"] in shown:
+        page = shown.index(data["prompt"]) // GROUPS_PER_PAGE + 1
+    page = min(page or 1, pages)
+    page_prompts = shown[(page - 1) * GROUPS_PER_PAGE : page * GROUPS_PER_PAGE]
+
+    target = (data["prompt"], data["sample"])
+    groups: dict[int, dict[str, Any]] = {}
+    for trajectory in matching.filter(step=step, prompt_index__in=page_prompts):
+        group = groups.setdefault(
+            trajectory.prompt_index,
+            {
+                "prompt_index": trajectory.prompt_index,
+                "prompt": trajectory.prompt,
+                "chat": isinstance(trajectory.prompt, list),
+                "preview": _prompt_preview(trajectory.prompt),
+                "stats": stats[trajectory.prompt_index],
+                "trajectories": [],
+            },
+        )
+        group["trajectories"].append(_trajectory_view(trajectory, target))
+    if (
+        data["prompt"] is not None
+        and data["sample"] is not None
+        and not any(t.is_target for g in groups.values() for t in g["trajectories"])
+    ):
+        context["notice"] = (
+            f"Prompt {data['prompt']}, sample {data['sample']} is not among the rollouts shown for step {step}."
+        )
+
+    def step_url(number: int | None) -> str:
+        return _query({"step": number, **filter_params}) if number is not None else ""
+
+    context.update(
+        step=step,
+        prev_url=step_url(prev_step),
+        next_url=step_url(next_step),
+        prev_step=prev_step,
+        next_step=next_step,
+        groups=[groups[p] for p in page_prompts if p in groups],
+        step_total=len(step_rows),
+        step_correct=sum(1 for _, correct, _ in step_rows if correct),
+        step_groups=len(stats),
+        shown_groups=len(shown),
+        page=page,
+        pages=pages,
+        page_urls=[(n, _query({"step": step, **filter_params, "page": n})) for n in range(1, pages + 1)],
+    )
+    return context
+
+
+def _snippet(text: str, q: str, regex: bool) -> tuple[str, str, str]:
+    """(before, match, after) around the first match, for display; Python's re approximates ~*."""
+    start = end = -1
+    if regex:
+        try:
+            found = re.search(q, text, re.IGNORECASE)
+        except re.error:
+            found = None
+        if found:
+            start, end = found.span()
+    else:
+        start = text.lower().find(q.lower())
+        end = start + len(q) if start >= 0 else -1
+    if start < 0:
+        return _one_line(text[: SNIPPET_CHARS * 2]), "", ""
+    before = ("…" if start > SNIPPET_CHARS else "") + text[max(0, start - SNIPPET_CHARS) : start]
+    after = text[end : end + SNIPPET_CHARS] + ("…" if end + SNIPPET_CHARS < len(text) else "")
+    return _one_line(before), _one_line(text[start:end]), _one_line(after)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def _search_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
+    data = query.cleaned_data
+    q, regex = data["q"], data["regex"]
+    page = data["page"] or 1
+    queryset: QuerySet[Trajectory] = run_trajectories(run=run, q=q, regex=regex, **query.selector_filters())
+    offset = (page - 1) * SEARCH_PAGE_SIZE
+    rows = queryset.only(
+        "step", "prompt_index", "sample_index", "correct", "reward", "tool_call_count", "truncated", "search_text"
+    )[offset : offset + SEARCH_PAGE_SIZE + 1]
+    # A pattern can be slow on a big run: bound the scan rather than hold a worker.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL statement_timeout = '{SEARCH_TIMEOUT}'")
+        results = list(rows)
+    base = {"q": q, "regex": "1" if regex else "", **query.filter_params()}
+    for result in results:
+        result.before, result.match, result.after = _snippet(result.search_text, q, regex)
+        result.deep_link = (
+            _query({"step": result.step, "prompt": result.prompt_index, "sample": result.sample_index})
+            + f"#t-{result.prompt_index}-{result.sample_index}"
+        )
+    return {
+        "results": results[:SEARCH_PAGE_SIZE],
+        "search_page": page,
+        "search_prev_url": _query({**base, "page": page - 1}) if page > 1 else "",
+        "search_next_url": _query({**base, "page": page + 1}) if len(results) > SEARCH_PAGE_SIZE else "",
+        "search_offset": offset,
+        "search_end": offset + len(results[:SEARCH_PAGE_SIZE]),
+    }
+
+
+def _run_url(run: Run) -> str:
+    """The run's own page, where that page is installed."""
+    try:
+        return reverse("run-detail", args=[run.pk])
+    except NoReverseMatch:
+        return ""
+
+
+@login_required
+def rollouts(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.visible_to(request.user), pk=run_id)
+    query = RolloutQuery(request.GET)
+    bounds = Trajectory.objects.filter(run=run).aggregate(first=Min("step"), last=Max("step"))
+    context: dict[str, Any] = {"run": run, "run_url": _run_url(run), "form": query, "bounds": bounds, "errors": []}
+    status = 200
+    if not query.is_valid():
+        context["errors"] = [
+            f"{query.fields[name].label or name}: {' '.join(errs)}" for name, errs in query.errors.items()
+        ]
+        status = 400
+    elif query.cleaned_data["q"]:
+        context["searching"] = True
+        try:
+            context.update(_search_context(run, query))
+        except InvalidSearch as exc:
+            context["errors"] = [f"Search: {exc}"]
+            status = 400
+        except OperationalError:
+            context["errors"] = [f"Search: took longer than {SEARCH_TIMEOUT}; make the pattern more specific."]
+            status = 400
+    elif bounds["last"] is not None:
+        context.update(_step_context(run, query))
+    return render(request, "ui/rollouts.html", context, status=status)
+
+
+@login_required
+def rollouts_latest(request: HttpRequest, run_id: int) -> JsonResponse:
+    """The run's latest step with rollouts, polled by the page when its websocket is down."""
+    run = get_object_or_404(Run.objects.visible_to(request.user), pk=run_id)
+    last = Trajectory.objects.filter(run=run).aggregate(step=Max("step"))["step"]
+    return JsonResponse({"run": run.pk, "last_step": last, "status": run.status})

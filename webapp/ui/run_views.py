@@ -1,0 +1,147 @@
+"""The run page: status, timings, error, config (with fork), cancel/resume, live charts and logs."""
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from trainer.config import ConfigError
+from webapp.runs.models import ACTIVE_STATUSES, MetricStep, Run, RunStatus
+from webapp.runs.selectors import queue_positions
+from webapp.runs.services import IllegalTransition, run_cancel, run_fork, run_resume
+from webapp.ui.config_table import config_rows
+
+# The headline metrics of tool-integrated RL, drawn first (trainer/metrics.py names them so).
+HEADLINE_METRICS = ["accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "tool_productivity"]
+LOG_LINES_SHOWN = 200
+# Buckets per series on the charts: a chart is about 400 px wide, so still finer than a pixel.
+CHART_POINTS = 500
+
+
+def visible_run(request: HttpRequest, run_id: int) -> Run:
+    return get_object_or_404(
+        Run.objects.visible_to(request.user).select_related("experiment", "owner", "parent"), pk=run_id
+    )
+
+
+def _duration(run: Run) -> str:
+    if run.started_at is None:
+        return ""
+    seconds = int(((run.finished_at or timezone.now()) - run.started_at).total_seconds())
+    hours, rest = divmod(max(seconds, 0), 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min {seconds:02d} s" if hours else f"{minutes} min {seconds:02d} s"
+
+
+def _first_step_time(run: Run) -> float | None:
+    first = MetricStep.objects.filter(run=run).order_by("step").values_list("time", flat=True).first()
+    return first.timestamp() if first else None
+
+
+def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = None, status: int = 200) -> HttpResponse:
+    lines = list(run.log_lines.order_by("-time", "-id")[:LOG_LINES_SHOWN])[::-1]
+    queue_position = queue_positions().get(run.pk) if run.status == RunStatus.QUEUED and run.managed else None
+    page = {
+        "runId": run.pk,
+        "status": run.status,
+        "lastStep": run.last_step,
+        "metricKeys": list(run.metric_keys),
+        "headline": HEADLINE_METRICS,
+        "maxPoints": CHART_POINTS,
+        "firstStepTime": _first_step_time(run),
+        "lastLogId": lines[-1].pk if lines else 0,
+        "runUrl": f"/api/v1/runs/{run.pk}/",
+        "metricsUrl": f"/api/v1/runs/{run.pk}/metrics/",
+        "logsUrl": f"/api/v1/runs/{run.pk}/logs/",
+        "wsPath": f"/ws/runs/{run.pk}/",
+        "rolloutsUrl": f"/runs/{run.pk}/rollouts/",
+    }
+    context = {
+        "run": run,
+        "queue_position": queue_position,
+        "duration": _duration(run),
+        "config_rows": config_rows(run.config),
+        "sources_json": json.dumps(run.sources, indent=2, sort_keys=True) if run.sources else "",
+        "summary_rows": sorted(run.summary.items()),
+        "log_lines": lines,
+        "log_lines_total": run.log_lines.count(),
+        "can_cancel": run.status in ACTIVE_STATUSES,
+        "can_resume": run.is_finished and bool(run.checkpoint_path),
+        "fork": fork or {"name": f"{run.name} (fork)", "overrides": "{\n  \n}", "errors": []},
+        "page": page,
+    }
+    return render(request, "ui/run_detail.html", context, status=status)
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    return _render(request, visible_run(request, run_id))
+
+
+@login_required
+@require_POST
+def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = visible_run(request, run_id)
+    try:
+        run_cancel(run=run)
+    except IllegalTransition as exc:
+        messages.error(request, f"Run #{run.pk} is {exc.current}; it cannot be cancelled.")
+    else:
+        messages.success(request, f"Run #{run.pk} cancelled.")
+    return redirect("run-detail", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def run_resume_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = visible_run(request, run_id)
+    try:
+        new_run, _ = run_resume(run=run, user=request.user)
+    except ConfigError as exc:
+        for field_messages in exc.errors.values():
+            for message in field_messages:
+                messages.error(request, message)
+        return redirect("run-detail", run_id=run.pk)
+    messages.success(request, f"Run #{new_run.pk} resumes #{run.pk} from its checkpoint.")
+    return redirect("run-detail", run_id=new_run.pk)
+
+
+def _parse_overrides(text: str) -> tuple[dict[str, Any] | None, str]:
+    if not text.strip():
+        return {}, ""
+    try:
+        overrides = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if not isinstance(overrides, dict):
+        return None, 'must be a JSON object, e.g. {"rollout": {"group_size": 8}}'
+    return overrides, ""
+
+
+@login_required
+@require_POST
+def run_fork_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = visible_run(request, run_id)
+    name = request.POST.get("name", "").strip()[:200]
+    text = request.POST.get("overrides", "")
+    form = {"name": name, "overrides": text, "errors": []}
+    overrides, problem = _parse_overrides(text)
+    if overrides is None:
+        form["errors"] = [("overrides", problem)]
+        return _render(request, run, fork=form, status=400)
+    try:
+        new_run, _ = run_fork(run=run, user=request.user, overrides=overrides, name=name or None)
+    except ConfigError as exc:
+        form["errors"] = [
+            (field, message) for field, field_messages in exc.errors.items() for message in field_messages
+        ]
+        return _render(request, run, fork=form, status=400)
+    messages.success(request, f"Run #{new_run.pk} forked from #{run.pk}.")
+    return redirect(reverse("run-detail", kwargs={"run_id": new_run.pk}))
