@@ -24,6 +24,12 @@ The names are the dashboard's series names, so they are part of the contract:
 
 Validation metrics are the same names under ``prefix="val/"``; `validation_metrics` adds pass@k.
 An empty step has no metrics: every name above is a mean or a ratio over nothing.
+
+Per-subset metrics (`subset_metrics`): when prompts carry a label (the arithmetic set's
+``extra_info["difficulty"]``, say), the `SUBSET_METRICS` are also computed over each label's prompts
+alone and named ``<prefix><label>/<name>``, e.g. ``train/easy/tool_call_ratio``; a label with no
+prompt in the step has no metrics. This is what shows a policy that learns to call the tool on
+hard problems and to skip it on easy ones, which the step-wide ratio averages away.
 """
 
 from __future__ import annotations
@@ -155,6 +161,39 @@ def step_metrics(
             metrics[f"pass@{k}"] = _mean(per_prompt)
 
     return {prefix + name: value for name, value in metrics.items()}
+
+
+# The step metrics repeated per subset: what the policy does (answers right, calls the tool) and
+# what it is paid for it.
+SUBSET_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "tool_call_ratio",
+    "code_in_correct",
+    "reward/mean",
+    "response_length/mean",
+)
+
+
+def subset_metrics(
+    groups: Iterable[Sequence[Scored]],
+    labels: Iterable[str | None],
+    *,
+    prefix: str = "",
+) -> dict[str, float]:
+    """`SUBSET_METRICS` over the groups of each label, named ``<prefix><label>/<name>``.
+
+    ``labels`` gives each group's subset, in the order of ``groups``; a group labelled None belongs
+    to none. Labels are sorted, so the names come out in the same order every step.
+    """
+    by_label: dict[str, list[Sequence[Scored]]] = {}
+    for group, label in zip(groups, labels, strict=True):
+        if label is not None:
+            by_label.setdefault(label, []).append(group)
+    metrics: dict[str, float] = {}
+    for label in sorted(by_label):
+        values = step_metrics(by_label[label])
+        metrics.update({f"{prefix}{label}/{name}": values[name] for name in SUBSET_METRICS if name in values})
+    return metrics
 
 
 def validation_metrics(groups: Iterable[Sequence[Scored]], *, k: int | Iterable[int] | None = None) -> dict[str, float]:

@@ -28,7 +28,7 @@ from trainer.config import TINY_MODEL, RunConfig
 from trainer.data import Example, load_dataset
 from trainer.engines.hf import HFEngine
 from trainer.grpo import group_advantages, policy_loss, token_logprobs
-from trainer.metrics import ScoredCompletion, step_metrics, validation_metrics
+from trainer.metrics import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
 from trainer.models import TINY_PROMPT_TEMPLATE, load_policy
 from trainer.prompts import apply_template
 from trainer.protocols import get_protocol
@@ -37,6 +37,9 @@ from trainer.rollout import RolloutSettings, Trajectory, rollout
 
 # Sequences scored per forward/backward pass; gradients accumulate across them.
 MICRO_BATCH = 16
+# The extra_info key whose value splits step and validation metrics into subsets
+# (trainer.metrics.subset_metrics): the arithmetic set labels every problem easy or hard.
+METRIC_SUBSET_KEY = "difficulty"
 
 
 class Reporter(Protocol):
@@ -68,6 +71,12 @@ class StepResult:
     step: int
     metrics: dict[str, float]
     groups: list[Group]
+
+
+def subset_label(example: Example, key: str = METRIC_SUBSET_KEY) -> str | None:
+    """The subset an example's metrics are also reported under: its extra_info[key], if any."""
+    value = (example.extra_info or {}).get(key)
+    return None if value is None else str(value)
 
 
 def _seed_everything(seed: int) -> None:
@@ -214,6 +223,9 @@ class Trainer:
             kept += [g for g in groups if self.keep(g)][:need]
         # Metrics describe everything sampled; the update uses only the kept groups.
         metrics = step_metrics([g.scored for g in seen])
+        metrics.update(
+            subset_metrics([g.scored for g in seen], [subset_label(g.example) for g in seen], prefix="train/")
+        )
         metrics["groups/kept"] = float(len(kept))
         metrics["groups/sampled"] = float(len(seen))
         metrics["timing_s/reward"] = timing.pop("reward_s")
@@ -331,6 +343,9 @@ class Trainer:
         greedy, _ = self.roll(examples, group_size=1, seed=step, greedy=True)
         self.score(greedy, step)
         metrics = validation_metrics([g.scored for g in greedy], k=1)
+        metrics.update(
+            subset_metrics([g.scored for g in greedy], [subset_label(g.example) for g in greedy], prefix="val/")
+        )
         k = self.config.schedule.eval_pass_k
         if k > 1:
             sampled, _ = self.roll(examples, group_size=k, seed=step)
@@ -403,8 +418,12 @@ def run_training(
     resume: Path | None = None,
     progress: Callable[[StepResult, float], None] | None = None,
     log: Callable[[str], None] = print,
+    stop_requested: Callable[[], bool] | None = None,
 ) -> Trainer:
-    """Train until max_steps (or the config's), reporting every step; returns the trainer."""
+    """Train until max_steps (or the config's), reporting every step; returns the trainer.
+
+    Stops early, after the step in progress, when the dashboard stops the run or `stop_requested()`
+    says so (SIGTERM, as Ray sends when a job is stopped)."""
     trainer = Trainer(config, reporter=reporter, out_dir=out_dir, model_cache=model_cache, log=log)
     if resume is not None:
         trainer.resume(resume)
@@ -433,5 +452,8 @@ def run_training(
             progress(result, time.perf_counter() - started)
         if getattr(reporter, "stopped_by_dashboard", False):
             reporter.log("the dashboard stopped this run")
+            break
+        if stop_requested is not None and stop_requested():
+            reporter.log(f"stop requested: stopping after step {result.step}")
             break
     return trainer

@@ -5,10 +5,12 @@ import types
 import pytest
 
 from trainer.metrics import (
+    SUBSET_METRICS,
     ScoredCompletion,
     pass_at_k,
     response_length,
     step_metrics,
+    subset_metrics,
     tool_call_count,
     validation_metrics,
 )
@@ -201,3 +203,35 @@ def test_validation_metrics_default_k_is_the_smallest_group() -> None:
     assert validation_metrics(step(), k=1)["val/pass@1"] == pytest.approx(1 / 3)
     assert set(validation_metrics(step(), k=[1, 3])) >= {"val/pass@1", "val/pass@3", "val/accuracy"}
     assert not any(name.startswith("pass@") or not name.startswith("val/") for name in metrics)
+
+
+def test_subset_metrics_are_the_step_metrics_of_each_labels_groups() -> None:
+    group_a, group_b = step()
+    easy = [scored(1.0, True, calls=0, tokens=4), scored(1.0, True, statuses=("ok",), tokens=6)]
+    metrics = subset_metrics([group_a, easy, group_b], ["hard", "easy", "hard"], prefix="train/")
+    assert metrics == pytest.approx(
+        {
+            "train/easy/accuracy": 1.0,
+            "train/easy/tool_call_ratio": 0.5,
+            "train/easy/code_in_correct": 0.5,
+            "train/easy/reward/mean": 1.0,
+            "train/easy/response_length/mean": 5.0,
+            # hard is groups a and b: the whole step of the hand-computed test above
+            "train/hard/accuracy": 2 / 5,
+            "train/hard/tool_call_ratio": 3 / 5,
+            "train/hard/code_in_correct": 1 / 5,
+            "train/hard/reward/mean": -0.2,
+            "train/hard/response_length/mean": 30.0,
+        }
+    )
+    assert list(metrics)[:5] == [f"train/easy/{name}" for name in SUBSET_METRICS]  # labels come sorted
+
+
+def test_unlabelled_groups_are_in_no_subset() -> None:
+    group_a, group_b = step()
+    assert subset_metrics([group_a, group_b], [None, None]) == {}
+    only_b = subset_metrics([group_a, group_b], [None, "x"])
+    assert only_b["x/accuracy"] == 0.0 and only_b["x/tool_call_ratio"] == 0.5
+    assert subset_metrics([], []) == {}
+    with pytest.raises(ValueError):
+        subset_metrics([group_a], ["a", "b"])

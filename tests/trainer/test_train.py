@@ -58,6 +58,24 @@ def test_resumed_run_repeats_the_uninterrupted_step(random_tiny, tmp_path):
     assert again == measured
 
 
+def test_step_and_validation_metrics_are_split_by_difficulty(random_tiny, tmp_path):
+    config = small_config(
+        str(random_tiny),
+        data={"val_dataset": "arithmetic"},
+        rollout={"prompts_per_step": 8},
+        schedule={"max_steps": 1, "eval_every": 1, "checkpoint_every": 0},
+    )
+    train(config, tmp_path)
+    (metrics,) = read_jsonl(tmp_path / "metrics.jsonl")
+    values = metrics["values"]
+    # The seeded draw of 8 mixed problems holds both difficulties; so do the 200 validation problems.
+    for prefix in ("train/", "val/"):
+        for difficulty in ("easy", "hard"):
+            for name in ("accuracy", "tool_call_ratio", "reward/mean"):
+                assert f"{prefix}{difficulty}/{name}" in values, f"{prefix}{difficulty}/{name}"
+    assert all(0.0 <= values[f"train/{d}/accuracy"] <= 1.0 for d in ("easy", "hard"))
+
+
 def test_groups_without_signal_are_dropped_when_asked(random_tiny, tmp_path):
     # An untrained model never answers right: every torl reward is -1, no group carries a GRPO signal.
     config = small_config(str(random_tiny), filtering={"drop_all_same_reward": True, "max_resample_batches": 1})
