@@ -225,7 +225,7 @@ def new_run(user: Any, name: str) -> tuple[Any, str]:
     """A run as a trainer finds it when it starts reporting: created, then starting."""
     from webapp.runs.services import run_create, run_transition
 
-    run, token = run_create(user=user, name=name, config={})
+    run, token = run_create(user=user, name=name, config={}, managed=False)  # the bench plays the trainer
     run_transition(run=run, status="starting")
     return run, token
 
