@@ -1,11 +1,14 @@
 """Supervised cold start of the tiny quickstart model (ReTool's SFT stage, on synthetic traces).
 
 RL from a random initialisation never finds a rewarded answer, so the tiny model first imitates
-seeded tool-use traces for the arithmetic task in the python_markdown protocol. Half of the traces
-answer directly -- right on easy problems, a plausible wrong guess on hard ones -- and half call the
-tool, print the expression and copy the real output into \\boxed{}. The tool choice does not depend
-on difficulty, so the cold-started policy uses the tool about half the time on both: GRPO then has
-something to learn (always call on hard problems; with OTC, skip the call on easy ones).
+seeded tool-use traces for the arithmetic task in the python_markdown protocol. A trace either
+answers directly -- right on easy problems, a plausible wrong guess on hard ones -- or calls the
+tool, prints the expression and copies the real output into \\boxed{}. The policy must start
+undecided on both difficulties, calling the tool about half the time, so that GRPO has something to
+learn (always call on hard problems; with OTC, skip the call on easy ones). The traces themselves
+are skewed towards the slow skills -- most easy problems answered from memory, most hard ones
+through the tool -- and the loss on the first token, where the policy chooses, is reweighted so that
+answering and calling weigh half each on every difficulty (see `SFTBudget`, `tool_use_traces`).
 
 The loss covers the model's own text and its end-of-sequence token only: prompt and tool-output
 tokens are masked, as they are in RL, using the protocol's `segments`.
@@ -19,12 +22,13 @@ validation problems, greedy and sampled at temperature 1, executing the model's 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,15 +49,31 @@ _QUESTION = re.compile(r"What is (?P<expression>.+)\?$")
 
 @dataclass(frozen=True)
 class SFTBudget:
-    """How the tiny model's cold start is trained: about four minutes on 2 idle CPU cores.
+    """How the tiny model's cold start is trained: 1500 steps, about four minutes on 2 idle CPU cores.
 
-    Copying the expression into print() is the slowest skill to appear; 376 steps
-    (6000 traces, 2 epochs) left it unlearned, so the budget is 1000 steps."""
+    Two skills take longest: answering easy problems from memory (300 facts) and, in tool calls,
+    copying the expression into print() and the tool's output into \\boxed{} (a tiny model learns to
+    copy late and suddenly). The traces therefore favour them: 70% of problems are easy, 75% of those
+    answered directly, and 90% of hard ones go through the tool; the choice token is reweighted so
+    the policy still starts undecided (`Trace.choice_weight`), and the tokens that carry the content
+    (expression, right answer) weigh `content_weight` times the format around them. Every trace is
+    seen once.
 
-    traces: int = 8000
-    epochs: int = 4
+    Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0): 241 s of
+    training; sampled at temperature 1, easy accuracy 1.0 with tool use 0.60, hard accuracy 0.56 with
+    tool use 0.57 (0.985 of the tool calls right). The previous recipe (1000 steps, half the traces
+    calling the tool on each difficulty, equal weights, hard problems of two or three operands up
+    to 999) reached sampled accuracy 0.185, hard 0.01.
+    """
+
+    traces: int = 48000
+    epochs: int = 1
     lr: float = 3e-3
     batch_size: int = 32
+    easy_share: float = 0.7
+    tool_share_easy: float = 0.25
+    tool_share_hard: float = 0.9
+    content_weight: float = 8.0
 
 
 TINY_SFT = SFTBudget()
@@ -62,12 +82,19 @@ TINY_SFT = SFTBudget()
 @dataclass(frozen=True)
 class Trace:
     """One SFT example: the rendered prompt, the response with real tool output inserted, and how
-    many tool outputs it holds (the protocol masks exactly those)."""
+    many tool outputs it holds (the protocol masks exactly those).
+
+    `choice_weight` is the loss weight of the response's first token, where the policy chooses
+    between calling the tool and answering; `content` holds the (start, end) character spans of the
+    response that carry what must be exact (the expression in print(), a right answer in
+    \\boxed{}), which `encode_trace` can weigh more than the format around them."""
 
     prompt: str
     response: str
     tool_outputs: int
     difficulty: str
+    choice_weight: float = 1.0
+    content: tuple[tuple[int, int], ...] = ()
 
 
 def render_prompt(tokenizer: PreTrainedTokenizerBase, example: Example, template: str) -> str:
@@ -77,28 +104,67 @@ def render_prompt(tokenizer: PreTrainedTokenizerBase, example: Example, template
 
 
 def tool_use_traces(
-    tokenizer: PreTrainedTokenizerBase, size: int, *, seed: int, template: str, tool_fraction: float = 0.5
+    tokenizer: PreTrainedTokenizerBase,
+    size: int,
+    *,
+    seed: int,
+    template: str,
+    tool_share: float | Mapping[str, float] = 0.5,
+    easy_share: float = 0.5,
 ) -> list[Trace]:
-    """`size` seeded traces on mixed easy/hard arithmetic; `tool_fraction` of them call the tool."""
+    """`size` seeded traces on arithmetic problems, `easy_share` of them easy and the rest hard, in a
+    seeded order; a share of each difficulty's traces call the tool (`tool_share`: one share for
+    all, or one per difficulty), the others answer directly.
+
+    Whatever the shares, the choice token of each trace weighs 1/2 over the share of its kind
+    (`Trace.choice_weight`): the weighted shares of calling and answering are then 1/2 each, so the
+    cold-started policy calls the tool about half the time on every difficulty, while the mix can
+    give the slow skills (easy answers from memory, copying on hard problems) more examples.
+    """
     protocol = get_protocol(PROTOCOL)
     rng = random.Random(f"sft-traces:{seed}")
     traces = []
-    for example in arithmetic_examples(size, seed=seed, difficulty="mixed", split="sft"):
+    easy = round(size * easy_share)
+    problems = arithmetic_examples(easy, seed=seed, difficulty="easy", split="sft") + arithmetic_examples(
+        size - easy, seed=seed, difficulty="hard", split="sft"
+    )
+    rng.shuffle(problems)
+    for example in problems:
         expression = _expression(example)
         value = example.ground_truth
         difficulty = str(example.extra_info["difficulty"])
-        if rng.random() < tool_fraction:
+        share = tool_share[difficulty] if isinstance(tool_share, Mapping) else tool_share
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"tool share must be strictly between 0 and 1, got {share} for {difficulty}")
+        calls = rng.random() < share
+        if calls:
             call = f"```python\nprint({expression})\n```\n"
             response = protocol.append_output(
                 call, ToolExecution(call=f"print({expression})\n", status="ok", output=value + "\n")
             )
-            response += f"\\boxed{{{value}}}"
+            code = call.index("print(") + len("print(")
+            content = [(code, code + len(expression) + 1)]  # the expression and its closing parenthesis
             tool_outputs = 1
+            answer: str | None = value
         else:
-            guess = value if difficulty == "easy" else _wrong_guess(int(value), rng)
-            response = f"\\boxed{{{guess}}}"
-            tool_outputs = 0
-        traces.append(Trace(render_prompt(tokenizer, example, template), response, tool_outputs, difficulty))
+            response, content, tool_outputs = "", [], 0
+            # A hard problem's direct answer is a guess: it is what the policy does, not what to learn.
+            answer = value if difficulty == "easy" else None
+        boxed = answer if answer is not None else _wrong_guess(int(value), rng)
+        start = len(response) + len("\\boxed{")
+        response += f"\\boxed{{{boxed}}}"
+        if answer is not None:
+            content.append((start, len(response)))  # the answer and its closing brace
+        traces.append(
+            Trace(
+                render_prompt(tokenizer, example, template),
+                response,
+                tool_outputs,
+                difficulty,
+                choice_weight=0.5 / (share if calls else 1.0 - share),
+                content=tuple(content),
+            )
+        )
     return traces
 
 
@@ -120,21 +186,43 @@ def _wrong_guess(value: int, rng: random.Random) -> str:
             return str(guess)
 
 
-def encode_trace(tokenizer: PreTrainedTokenizerBase, trace: Trace) -> tuple[list[int], list[int]]:
-    """Token ids of prompt + response + eos, and a loss mask that is 1 on model text and eos only."""
+def encode_trace(
+    tokenizer: PreTrainedTokenizerBase, trace: Trace, *, content_weight: float = 1.0
+) -> tuple[list[int], list[float]]:
+    """Token ids of prompt + response + eos, and per-token loss weights: 0 on the prompt and tool
+    output, 1 on the rest of the model's text and eos, `trace.choice_weight` on the response's first
+    token and `content_weight` on the tokens of `trace.content`.
+
+    Model text is encoded piece by piece, split at the content spans; for the character-level
+    tokenizer this is the same as encoding it whole.
+    """
     ids = tokenizer.encode(trace.prompt, add_special_tokens=False)
-    mask = [0] * len(ids)
+    mask: list[float] = [0.0] * len(ids)
+    first = len(ids)
+    offset = 0
     for segment in get_protocol(PROTOCOL).segments(trace.response, tool_outputs=trace.tool_outputs):
-        piece = tokenizer.encode(segment.text, add_special_tokens=False)
-        ids += piece
-        mask += [1 if segment.kind == "model" else 0] * len(piece)
+        end = offset + len(segment.text)
+        if segment.kind != "model":
+            piece = tokenizer.encode(segment.text, add_special_tokens=False)
+            ids += piece
+            mask += [0.0] * len(piece)
+        else:
+            cuts = sorted({offset, end, *(i for span in trace.content for i in span if offset < i < end)})
+            for start, stop in itertools.pairwise(cuts):
+                piece = tokenizer.encode(trace.response[start:stop], add_special_tokens=False)
+                inside = any(a <= start and stop <= b for a, b in trace.content)
+                ids += piece
+                mask += [content_weight if inside else 1.0] * len(piece)
+        offset = end
+    if len(ids) > first and mask[first] > 0:
+        mask[first] = trace.choice_weight
     # Learning to stop is part of the behaviour: without eos the policy rambles to the length limit.
     ids.append(tokenizer.eos_token_id)
-    mask.append(1)
+    mask.append(1.0)
     return ids, mask
 
 
-def _batch(rows: Sequence[tuple[list[int], list[int]]], pad_id: int) -> tuple[torch.Tensor, ...]:
+def _batch(rows: Sequence[tuple[list[int], list[float]]], pad_id: int) -> tuple[torch.Tensor, ...]:
     width = max(len(ids) for ids, _ in rows)
     input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(rows), width), dtype=torch.long)
@@ -149,7 +237,7 @@ def _batch(rows: Sequence[tuple[list[int], list[int]]], pad_id: int) -> tuple[to
 def masked_nll(
     model: PreTrainedModel, input_ids: torch.Tensor, attention: torch.Tensor, loss_mask: torch.Tensor
 ) -> torch.Tensor:
-    """Mean negative log-likelihood over the tokens whose loss mask is 1 (each predicted from its prefix)."""
+    """Negative log-likelihood of each token given its prefix, averaged with the loss mask's weights."""
     logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1].float()
     targets = input_ids[:, 1:]
     nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
@@ -166,10 +254,12 @@ def sft_train(
     lr: float,
     batch_size: int,
     seed: int,
+    content_weight: float = 1.0,
     log: Callable[[str], None] = print,
 ) -> list[float]:
-    """Train on `traces` with AdamW, linear warmup and cosine decay; returns the loss of every step."""
-    rows = [encode_trace(tokenizer, trace) for trace in traces]
+    """Train on `traces` with AdamW, linear warmup and cosine decay; returns the loss of every step
+    (the weighted mean over the step's trained tokens, see `encode_trace`)."""
+    rows = [encode_trace(tokenizer, trace, content_weight=content_weight) for trace in traces]
     steps = epochs * math.ceil(len(rows) / batch_size)
     warmup = max(1, steps // 20)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
@@ -206,6 +296,38 @@ def sft_train(
                 )
     model.eval()
     return losses
+
+
+def tiny_cold_start(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    seed: int,
+    template: str,
+    budget: SFTBudget | None = None,
+    log: Callable[[str], None] = print,
+) -> list[float]:
+    """The quickstart's cold start: `budget` (default TINY_SFT) traces and training on `model`."""
+    budget = budget or TINY_SFT
+    traces = tool_use_traces(
+        tokenizer,
+        budget.traces,
+        seed=seed,
+        template=template,
+        tool_share={"easy": budget.tool_share_easy, "hard": budget.tool_share_hard},
+        easy_share=budget.easy_share,
+    )
+    return sft_train(
+        model,
+        tokenizer,
+        traces,
+        epochs=budget.epochs,
+        lr=budget.lr,
+        batch_size=budget.batch_size,
+        seed=seed,
+        content_weight=budget.content_weight,
+        log=log,
+    )
 
 
 @torch.no_grad()
@@ -324,6 +446,12 @@ def _evaluate(
                 "accuracy": sum(r[1] for r in picked) / len(picked),
                 "tool_use": sum(r[2] for r in picked) / len(picked),
             }
+            # Accuracy of the answers given with and without the tool: on hard problems the first is
+            # how well the model copies the expression and the output, the second should stay near 0.
+            for key, used in (("accuracy_with_tool", True), ("accuracy_without_tool", False)):
+                chosen = [r for r in picked if r[2] == used]
+                if chosen:
+                    summary[name][key] = sum(r[1] for r in chosen) / len(chosen)
     return summary
 
 
@@ -337,11 +465,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     model, tokenizer = build_tiny_model(seed=args.seed)
-    traces = tool_use_traces(tokenizer, TINY_SFT.traces, seed=args.seed, template=TINY_PROMPT_TEMPLATE)
     started = time.monotonic()
-    sft_train(
-        model, tokenizer, traces, epochs=TINY_SFT.epochs, lr=TINY_SFT.lr, batch_size=TINY_SFT.batch_size, seed=args.seed
-    )
+    tiny_cold_start(model, tokenizer, seed=args.seed, template=TINY_PROMPT_TEMPLATE)
     sft_s = time.monotonic() - started
     if args.out is not None:
         model.save_pretrained(args.out)

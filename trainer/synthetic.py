@@ -1,9 +1,18 @@
 """A seeded synthetic arithmetic dataset for the CPU quickstart.
 
 Easy problems are one operation on single-digit operands ("What is 7 + 5?"), small enough that a
-tiny model can learn them in minutes; hard problems chain two or three multi-digit operands, where
-calling the Python tool pays off. The same seed, split and size always give the same problems, so a
-quickstart run is reproducible and its validation set never changes between runs.
+tiny model can learn them in minutes; hard problems multiply two two-digit numbers from 32 to 99
+("What is 47 * 83?"), which no tiny model does in its head: calling the Python tool pays off.
+
+Hard problems are this uniform for the quickstart's tiny character-level model, whose tool calls
+copy the expression into print() and the tool's output into \\boxed{}: it learns to copy text of
+one length within minutes, text of many lengths only by luck. With two or three operands up to 99
+and + - * (answers of 1 to 7 characters) its cold start copied answers of 4 or more characters in
+one run of three; with products of 10..99 it copied every 4-digit answer but few 3-digit ones (18%
+of those problems). From 32 up, every expression has 7 characters and every answer 4 digits.
+
+The same seed, split and size always give the same problems, so a quickstart run is reproducible
+and its validation set never changes between runs.
 """
 
 from __future__ import annotations
@@ -63,13 +72,8 @@ def _easy(rng: random.Random) -> tuple[str, int]:
 
 
 def _hard(rng: random.Random) -> tuple[str, int]:
-    operand_count = rng.choice((2, 3))
-    operands = [rng.randint(10, 999) for _ in range(operand_count)]
-    operators = [rng.choice(_OPERATORS) for _ in range(operand_count - 1)]
-    text = str(operands[0])
-    for operator, operand in zip(operators, operands[1:], strict=True):
-        text += f" {operator} {operand}"
-    return text, _evaluate(operands, operators)
+    a, b = rng.randint(32, 99), rng.randint(32, 99)
+    return f"{a} * {b}", a * b
 
 
 def _evaluate(operands: list[int], operators: list[str]) -> int:

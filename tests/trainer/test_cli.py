@@ -115,3 +115,16 @@ def test_a_command_is_required() -> None:
     result = run()
     assert result.returncode == 2
     assert "required: command" in result.stderr
+
+
+def test_progress_line_shows_tool_use_per_difficulty_when_the_step_has_it() -> None:
+    from types import SimpleNamespace
+
+    from trainer.cli import _progress_line
+
+    metrics = {"accuracy": 0.5, "tool_call_ratio": 0.4, "timing_s/step": 2.0}
+    split = {**metrics, "train/hard/tool_call_ratio": 0.9, "train/easy/tool_call_ratio": 0.1, "train/easy/accuracy": 1}
+    line = _progress_line(SimpleNamespace(step=3, metrics=split), 8.0, 20, 0)
+    assert line == "step 4/20  accuracy 0.500  tool-call ratio 0.400 (easy 0.10, hard 0.90)  2.0 s/step  ETA 32 s"
+    plain = _progress_line(SimpleNamespace(step=3, metrics=metrics), 8.0, 20, 0)
+    assert plain == "step 4/20  accuracy 0.500  tool-call ratio 0.400  2.0 s/step  ETA 32 s"

@@ -1,5 +1,7 @@
 import re
 
+import pytest
+
 from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
 from trainer.sft import encode_trace, evaluate, sft_train, tool_use_traces
 from trainer.synthetic import arithmetic_examples
@@ -46,6 +48,57 @@ def test_loss_mask_covers_model_text_and_eos_but_not_prompt_or_tool_output() -> 
     direct = next(t for t in traces if not t.tool_outputs)
     ids, mask = encode_trace(tokenizer, direct)
     assert sum(mask) == len(direct.response) + 1
+
+
+def test_a_skewed_mix_is_reweighted_so_the_policy_starts_undecided() -> None:
+    _, tokenizer = build_tiny_model(seed=0)
+    traces = tool_use_traces(
+        tokenizer, 2000, seed=1, template=TINY_PROMPT_TEMPLATE, tool_share={"easy": 0.2, "hard": 0.8}
+    )
+    for difficulty, share in (("easy", 0.2), ("hard", 0.8)):
+        picked = [t for t in traces if t.difficulty == difficulty]
+        tool = [t for t in picked if t.tool_outputs]
+        assert abs(len(tool) / len(picked) - share) < 0.05
+        assert {t.choice_weight for t in tool} == {0.5 / share}
+        assert {t.choice_weight for t in picked if not t.tool_outputs} == {0.5 / (1 - share)}
+        # The choice the loss sees: calling and answering weigh about the same on every difficulty.
+        weighted = sum(t.choice_weight for t in tool) / sum(t.choice_weight for t in picked)
+        assert abs(weighted - 0.5) < 0.05
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        tool_use_traces(tokenizer, 10, seed=1, template=TINY_PROMPT_TEMPLATE, tool_share=1.0)
+
+
+def test_content_weight_falls_on_the_expression_and_right_answers_only() -> None:
+    tokenizer, traces = _traces(60)
+
+    def weighted(trace, weight):
+        ids, mask = encode_trace(tokenizer, trace, content_weight=4.0)
+        return "".join(tokenizer.convert_ids_to_tokens([i for i, m in zip(ids, mask, strict=True) if m == weight]))
+
+    tool = next(t for t in traces if t.tool_outputs)
+    expression = re.search(r"What is (.+)\?", tool.prompt)[1]
+    value = re.search(r"\\boxed\{(.+)\}", tool.response)[1]
+    assert weighted(tool, 4.0) == f"{expression}){value}}}"
+    easy = next(t for t in traces if not t.tool_outputs and t.difficulty == "easy")
+    assert weighted(easy, 4.0) == easy.response[len("\\boxed{") :]
+    guess = next(t for t in traces if not t.tool_outputs and t.difficulty == "hard")
+    assert weighted(guess, 4.0) == ""  # a wrong guess is never something to learn harder
+    # Content weighting changes neither the ids nor the positions that are trained.
+    for trace in (tool, easy, guess):
+        plain_ids, plain = encode_trace(tokenizer, trace)
+        ids, mask = encode_trace(tokenizer, trace, content_weight=4.0)
+        assert ids == plain_ids and [m > 0 for m in mask] == [m > 0 for m in plain]
+
+
+def test_the_choice_token_carries_the_choice_weight() -> None:
+    _, tokenizer = build_tiny_model(seed=0)
+    traces = tool_use_traces(tokenizer, 40, seed=1, template=TINY_PROMPT_TEMPLATE, tool_share=0.25)
+    for trace in traces[:6]:
+        ids, mask = encode_trace(tokenizer, trace)
+        first = len(tokenizer.encode(trace.prompt, add_special_tokens=False))
+        assert mask[first] == trace.choice_weight == (2.0 if trace.tool_outputs else 0.5 / 0.75)
+        assert tokenizer.convert_ids_to_tokens(ids[first]) == ("`" if trace.tool_outputs else "\\")
+        assert set(mask[first + 1 :]) <= {0.0, 1.0}
 
 
 def test_sft_loss_decreases() -> None:

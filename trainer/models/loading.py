@@ -28,7 +28,7 @@ DEFAULT_CACHE_DIR = Path("var/models")
 # their starting point, and a single cache entry serves them all.
 TINY_SEED = 0
 # Bumped when the trace generator or training loop changes in a way the fingerprint cannot see.
-TINY_RECIPE_VERSION = 1
+TINY_RECIPE_VERSION = 2
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -87,7 +87,7 @@ def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> P
     repeating it; the model is written to a temporary directory and renamed into place, so a
     killed training never leaves a half-written checkpoint that looks complete.
     """
-    from trainer.sft import TINY_SFT, sft_train, tool_use_traces
+    from trainer.sft import tiny_cold_start
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     target = cache_dir / f"tiny-char-{tiny_fingerprint()}"
@@ -97,17 +97,7 @@ def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> P
             return target
         log(f"cold-starting {TINY_MODEL} by SFT (cached at {target} for later runs)")
         model, tokenizer = build_tiny_model(seed=TINY_SEED)
-        traces = tool_use_traces(tokenizer, TINY_SFT.traces, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE)
-        sft_train(
-            model,
-            tokenizer,
-            traces,
-            epochs=TINY_SFT.epochs,
-            lr=TINY_SFT.lr,
-            batch_size=TINY_SFT.batch_size,
-            seed=TINY_SEED,
-            log=log,
-        )
+        tiny_cold_start(model, tokenizer, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE, log=log)
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         model.save_pretrained(partial)
