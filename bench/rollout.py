@@ -1,0 +1,263 @@
+"""Benchmark: the asynchronous multi-turn rollout against a synchronous batch loop, same prompts.
+
+The asynchronous loop is trainer.rollout's `arollout` (each trajectory advances on its own; the
+engine batches whichever trajectories are ready; a tool call starts the moment its sequence
+stops). The baseline, bench/_sync_rollout.py, is ToRL's and verl's loop: generate for every active
+trajectory and wait for the whole batch, run every tool call and wait for the last one, next turn.
+Both run the real sandbox (`sandbox.arun`) and the same per-trajectory code, with the same seeds.
+
+Two cases:
+
+- `hf`: the quickstart's cold-started tiny model on CPU through HFEngine, at the quickstart's
+  batch (16 prompts x 8) and rollout settings (one tool call, 256 response tokens, temperature 1).
+- `cost`: CostModelEngine (bench/_cost_model.py), whose calls take a GPU-like time (a fixed cost
+  per decode step for the whole batch), with a scripted policy making 1-3 tool calls of long-tailed
+  latency per trajectory.
+
+Each case runs `--repeats` times, the two loops alternating which goes first; the table gives
+medians, the ratio sync/async of the medians, and the generation / tool time of each loop. The
+work check compares tool calls and tokens of both loops: identical for the scripted policy; for
+the sampled model, batch composition changes floating-point sums, so a few samples may differ.
+
+    .venv/bin/python bench/rollout.py                      # both cases, 3 repeats
+    .venv/bin/python bench/rollout.py --cases cost         # only the cost model
+    .venv/bin/python bench/rollout.py --quick              # smoke check: small cost-model run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import sandbox  # noqa: E402 - after the path set-up above
+from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy  # noqa: E402
+from bench._sync_rollout import sync_rollout  # noqa: E402
+from trainer.config import TINY_MODEL  # noqa: E402
+from trainer.data import load_dataset  # noqa: E402
+from trainer.engines.base import Engine, Tokenizer  # noqa: E402
+from trainer.models import TINY_PROMPT_TEMPLATE  # noqa: E402
+from trainer.presets import preset_config  # noqa: E402
+from trainer.prompts import apply_template  # noqa: E402
+from trainer.rollout import RolloutResult, RolloutSettings, arollout  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a rollout did, to check that both loops did the same."""
+
+    trajectories: int
+    tool_calls: int
+    model_tokens: int
+    tool_tokens: int
+
+    @classmethod
+    def of(cls, result: RolloutResult) -> Work:
+        return cls(
+            trajectories=len(result.trajectories),
+            tool_calls=sum(len(t.completion.executions) for t in result.trajectories),
+            model_tokens=sum(t.completion.response_tokens for t in result.trajectories),
+            tool_tokens=sum(sum(t.tool_mask) for t in result.trajectories),
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    engine: Engine
+    prompts: list[list[int]]
+    settings: RolloutSettings
+    exact: bool  # both loops must produce identical trajectories
+
+
+def arithmetic_prompts(tokenizer: Tokenizer, count: int, group_size: int, *, seed: int) -> list[list[int]]:
+    """`count` quickstart prompts (the trainer's template and chat format), each repeated `group_size` times."""
+    examples = load_dataset("arithmetic", split="train", seed=seed)[:count]
+    prompts = []
+    for example in examples:
+        messages = apply_template(example, "python_markdown", TINY_PROMPT_TEMPLATE)
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompts += [tokenizer.encode(text, add_special_tokens=False)] * group_size
+    return prompts
+
+
+def hf_case(model_cache: Path, *, prompts: int, group_size: int, seed: int) -> Case:
+    from trainer.engines.hf import HFEngine
+    from trainer.models import load_policy
+
+    model, tokenizer = load_policy(TINY_MODEL, cache_dir=model_cache, log=lambda m: print(m, file=sys.stderr))
+    # One intra-op thread, as the trainer runs the tiny model (see trainer.train).
+    engine = HFEngine(model, tokenizer, num_threads=1)
+    return Case(
+        name=f"hf tiny-char CPU, {prompts}x{group_size}",
+        engine=engine,
+        prompts=arithmetic_prompts(tokenizer, prompts, group_size, seed=seed),
+        settings=RolloutSettings.from_config(preset_config("quickstart")),
+        exact=False,
+    )
+
+
+def cost_case(trajectories: int, cost: CostModel, policy: ScriptedPolicy, *, seed: int) -> Case:
+    engine = CostModelEngine(cost, policy)
+    return Case(
+        name=f"cost model {cost.step_s * 1000:g} ms/step, {trajectories} traj",
+        engine=engine,
+        prompts=arithmetic_prompts(engine.tokenizer, trajectories, 1, seed=seed),
+        settings=RolloutSettings(protocol="python_markdown", max_tool_calls=policy.max_calls, max_response_tokens=1024),
+        exact=True,
+    )
+
+
+def run_loop(loop: str, case: Case, seed: int) -> RolloutResult:
+    fn = sync_rollout if loop == "sync" else arollout
+    result = asyncio.run(fn(case.engine, case.prompts, case.settings, seed=seed))
+    clear = getattr(case.engine, "clear_cache", None)
+    if clear is not None:
+        clear()
+    return result
+
+
+def identical(a: RolloutResult, b: RolloutResult) -> int:
+    return sum(
+        x.completion.text == y.completion.text and x.response_ids == y.response_ids and x.loss_mask == y.loss_mask
+        for x, y in zip(a.trajectories, b.trajectories, strict=True)
+    )
+
+
+def measure(case: Case, repeats: int, seed: int) -> dict[str, object]:
+    results: dict[str, list[RolloutResult]] = {"sync": [], "async": []}
+    same: list[int] = []
+    for repeat in range(repeats):
+        order = ("sync", "async") if repeat % 2 == 0 else ("async", "sync")
+        # A fresh seed per repeat, the same for both loops: they sample the same responses.
+        rseed = seed + repeat
+        pair = {loop: run_loop(loop, case, rseed) for loop in order}
+        for loop in order:
+            r = pair[loop]
+            results[loop].append(r)
+            print(
+                f"{case.name} repeat {repeat} {loop}: wall {r.wall_s:.2f}s gen {r.gen_s:.2f}s tool {r.tool_s:.2f}s "
+                f"engine calls {len(r.batch_sizes)} {Work.of(r)}",
+                file=sys.stderr,
+            )
+        same.append(identical(pair["sync"], pair["async"]))
+        if case.exact and Work.of(pair["sync"]) != Work.of(pair["async"]):
+            raise RuntimeError(
+                f"{case.name}: the loops did different work: {Work.of(pair['sync'])} vs {Work.of(pair['async'])}"
+            )
+    row: dict[str, object] = {"case": case.name, "same": same}
+    for loop, rs in results.items():
+        row[loop] = {
+            "wall": statistics.median(r.wall_s for r in rs),
+            "gen": statistics.median(r.gen_s for r in rs),
+            "tool": statistics.median(r.tool_s for r in rs),
+            "calls": statistics.median(len(r.batch_sizes) for r in rs),
+            "work": [Work.of(r) for r in rs],
+        }
+    return row
+
+
+def print_table(rows: Sequence[dict], repeats: int) -> None:
+    print(f"loadavg(after)={os.getloadavg()[0]:.2f} repeats={repeats} (medians)")
+    print(
+        "| case | sync wall s | async wall s | sync/async | sync gen s | sync tool s | async gen s | async tool s "
+        "| engine calls sync/async | tool calls sync/async | model tokens sync/async | identical trajectories |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        s, a = row["sync"], row["async"]
+        n = s["work"][0].trajectories
+        tools = f"{sum(w.tool_calls for w in s['work'])}/{sum(w.tool_calls for w in a['work'])}"
+        tokens = f"{sum(w.model_tokens for w in s['work'])}/{sum(w.model_tokens for w in a['work'])}"
+        print(
+            f"| {row['case']} | {s['wall']:.2f} | {a['wall']:.2f} | x{s['wall'] / a['wall']:.2f} | {s['gen']:.2f} "
+            f"| {s['tool']:.2f} | {a['gen']:.2f} | {a['tool']:.2f} | {s['calls']:g}/{a['calls']:g} | {tools} "
+            f"| {tokens} | {sum(row['same'])}/{n * len(row['same'])} |"
+        )
+    for row in rows:
+        print(f"sync/async {row['case']}: x{row['sync']['wall'] / row['async']['wall']:.2f}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="hf,cost", help="comma-separated: hf (tiny model on CPU), cost (cost model)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each loop per case (median reported)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke check: 1 repeat, 16 cost-model trajectories, "
+        "2 ms per step, slow tool calls 0.2-0.4 s, 4x4 hf prompts",
+    )
+    parser.add_argument(
+        "--model-cache",
+        type=Path,
+        default=Path(
+            os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models"
+        ),
+        help="where the cold-started tiny model is cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
+    )
+    parser.add_argument("--prompts", type=int, default=16, help="hf case: prompts (the quickstart's 16)")
+    parser.add_argument("--group-size", type=int, default=8, help="hf case: samples per prompt (the quickstart's 8)")
+    parser.add_argument("--trajectories", type=int, default=128, help="cost case: trajectories")
+    parser.add_argument("--step-ms", type=float, default=20.0, help="cost case: milliseconds per decode step")
+    parser.add_argument("--slow-fraction", type=float, default=0.05, help="cost case: share of slow tool calls")
+    parser.add_argument(
+        "--slow-s",
+        type=float,
+        nargs=2,
+        default=(1.0, 3.0),
+        metavar=("MIN", "MAX"),
+        help="cost case: duration range of a slow tool call",
+    )
+    parser.add_argument(
+        "--sandbox-workers",
+        type=int,
+        default=128,
+        help="concurrent sandbox executions (TIRLAB_SANDBOX_WORKERS; the default pool's 4 per core "
+        "would queue a 128-trajectory batch's calls behind each other in both loops)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.repeats, args.trajectories, args.step_ms, args.slow_s = 1, 16, 2.0, (0.2, 0.4)
+        args.prompts, args.group_size = 4, 4
+    cases_wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = set(cases_wanted) - {"hf", "cost"}
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
+    # Before the default pool starts: sandbox.arun's pool reads it once.
+    os.environ["TIRLAB_SANDBOX_WORKERS"] = str(args.sandbox_workers)
+    warm = sandbox.run("print(1)")
+    if warm.status != "ok":
+        raise RuntimeError(f"the sandbox does not work: {warm}")
+    print(
+        f"# cores={os.cpu_count()} loadavg(before)={os.getloadavg()[0]:.2f} "
+        f"sandbox workers={sandbox.default_pool().size}",
+        file=sys.stderr,
+    )
+    cases = []
+    for name in cases_wanted:
+        started = time.perf_counter()
+        if name == "hf":
+            cases.append(hf_case(args.model_cache, prompts=args.prompts, group_size=args.group_size, seed=args.seed))
+        else:
+            policy = ScriptedPolicy(
+                slow_fraction=args.slow_fraction, slow_min_s=args.slow_s[0], slow_max_s=args.slow_s[1]
+            )
+            cases.append(cost_case(args.trajectories, CostModel(step_s=args.step_ms / 1000), policy, seed=args.seed))
+        print(f"# {cases[-1].name}: ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    rows = [measure(case, args.repeats, args.seed) for case in cases]
+    print_table(rows, args.repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
