@@ -33,15 +33,19 @@ $(PY):
 	@$(PYTHON) -m venv $(VENV) || { echo "Could not create $(VENV) with $(PYTHON) -m venv (on Debian/Ubuntu: apt-get install python3-venv)." >&2; exit 1; }
 
 # The stamps are copies of what was installed, so a touched but unchanged file does not reinstall.
+# requirements-nodeps.txt is installed with --no-deps (its packages' own dependencies are not ours).
 deps: $(PY)
-	@cmp -s requirements.txt $(VENV)/.installed-requirements.txt || { \
-		$(PY) -m pip install -r requirements.txt && cp requirements.txt $(VENV)/.installed-requirements.txt; }
+	@cat requirements.txt requirements-nodeps.txt | cmp -s - $(VENV)/.installed-requirements.txt || { \
+		$(PY) -m pip install -r requirements.txt \
+		&& $(PY) -m pip install --no-deps -r requirements-nodeps.txt \
+		&& cat requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements.txt; }
 
 dev-deps: $(PY)
-	@cat requirements-dev.txt requirements.txt | cmp -s - $(VENV)/.installed-requirements-dev.txt || { \
+	@cat requirements-dev.txt requirements.txt requirements-nodeps.txt | cmp -s - $(VENV)/.installed-requirements-dev.txt || { \
 		$(PY) -m pip install -r requirements-dev.txt \
-		&& cat requirements-dev.txt requirements.txt > $(VENV)/.installed-requirements-dev.txt \
-		&& cp requirements.txt $(VENV)/.installed-requirements.txt; }
+		&& $(PY) -m pip install --no-deps -r requirements-nodeps.txt \
+		&& cat requirements-dev.txt requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements-dev.txt \
+		&& cat requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements.txt; }
 
 # Chromium for the browser tests: installed when missing and apt-get can (as root); otherwise say so.
 browser-deps:
