@@ -1,6 +1,8 @@
-"""Policy models: the project's tiny character-level model and loading of Hugging Face models."""
+"""Policy models: the project's tiny character-level model, SmolLM2 from its GGUF package, and loading of
+Hugging Face models."""
 
 from trainer.models.loading import DEFAULT_CACHE_DIR, load_policy, tiny_checkpoint
+from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
 from trainer.models.tiny import (
     CHAT_TEMPLATE,
     TINY_PROMPT_TEMPLATE,
@@ -12,10 +14,12 @@ from trainer.models.tiny import (
 __all__ = [
     "CHAT_TEMPLATE",
     "DEFAULT_CACHE_DIR",
+    "SMOLLM2_MODEL",
     "TINY_PROMPT_TEMPLATE",
     "CharTokenizer",
     "build_tiny_model",
     "load_policy",
+    "smollm2_checkpoint",
     "tiny_checkpoint",
     "tiny_config",
 ]

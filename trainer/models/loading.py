@@ -21,6 +21,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.config import TINY_MODEL
+from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
 from trainer.models.tiny import CHAT_TEMPLATE, TINY_PROMPT_TEMPLATE, CharTokenizer, build_tiny_model, tiny_config
 
 DEFAULT_CACHE_DIR = Path("var/models")
@@ -40,10 +41,16 @@ def load_policy(
     log: Callable[[str], None] = print,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The policy and its tokenizer, in eval mode: `TINY_MODEL` (cold-started and cached under
-    `cache_dir`), a local Hugging Face directory, or a hub id (needs a network)."""
+    `cache_dir`), `SMOLLM2_MODEL` (converted from its GGUF package and cached under `cache_dir`),
+    a local Hugging Face directory, or a hub id (needs a network)."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
-    path: Path | None = tiny_checkpoint(cache_dir, log=log) if name_or_path == TINY_MODEL else Path(name_or_path)
+    if name_or_path == TINY_MODEL:
+        path: Path | None = tiny_checkpoint(cache_dir, log=log)
+    elif name_or_path == SMOLLM2_MODEL:
+        path = smollm2_checkpoint(cache_dir, log=log)
+    else:
+        path = Path(name_or_path)
     if path is not None and not path.is_dir():
         # Not a directory: a hub id, resolved by transformers against its own cache or the hub.
         path = None
