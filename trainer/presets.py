@@ -4,7 +4,8 @@ A preset is a partial RunConfig merged over the defaults (`merge_overrides`), so
 differs from them. Every value taken from a paper or its released training script says where it
 comes from; a value the sources we could read do not give keeps our default and says so, rather
 than borrowing a number from somewhere else. Paper presets name the paper's model as a hub id:
-they are meant for a GPU machine with internet; on CPU, `quickstart` and `quickstart-otc` run.
+they are meant for a GPU machine with internet; on CPU, `quickstart`, `quickstart-otc` and
+`smollm2-gsm8k-cpu` run.
 
 ARCHITECTURE.md's table of papers is our summary of the papers themselves; values cited to it
 were read from the papers when that table was written.
@@ -13,6 +14,10 @@ were read from the papers when that table was written.
 from typing import Any
 
 from trainer.config import TINY_MODEL, RunConfig, default_config, merge_overrides, validate_config
+
+# trainer.models.SMOLLM2_MODEL, spelled out: importing trainer.models loads torch and transformers,
+# which the dashboard, reading these presets, does not need (tests/trainer/test_presets.py keeps them equal).
+SMOLLM2_MODEL = "smollm2-135m-instruct"
 
 # Steps of the paper presets: the papers train for epochs over datasets we do not ship, so a step
 # count is ours; 200 is long enough to see the curves the papers show start to bend.
@@ -57,6 +62,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "grpo": {"scale_by_std": True, "kl_coef": 0.1},
         "sft": _TINY_SFT,
         "schedule": {"max_steps": 50},
+    },
+    # A real pretrained model on CPU: SmolLM2-135M-Instruct (trainer.models.smollm2) on GSM8K with
+    # ToRL's protocol, reward, learning rate (1e-6) and no KL (as the torl preset below). The batch
+    # is ours, sized for two CPU cores: 4 prompts x 4 samples, 256 response tokens (ToRL's 2048 would
+    # mostly be spent on truncated rambling at this size). Prompts get 512 tokens because ToRL's system
+    # prompt plus a GSM8K question runs to about 200 and truncation keeps only the end.
+    "smollm2-gsm8k-cpu": {
+        "model": {"name_or_path": SMOLLM2_MODEL},
+        "data": {"train_dataset": "gsm8k", "max_prompt_tokens": 512, "max_response_tokens": 256},
+        "tools": {"protocol": "python_markdown", "max_tool_calls": 1},
+        "reward": {"name": "torl", "params": {}},
+        "rollout": {"prompts_per_step": 4, "group_size": 4, "temperature": 1.0},
+        "optim": {"learning_rate": 1e-6},
+        "grpo": {"kl_coef": 0.0},
+        "schedule": {"max_steps": 20},
     },
     # ToRL (Li, Zou, Liu 2025; GAIR-NLP/ToRL): RL from the Qwen2.5-Math base model, ```python blocks,
     # +1/-1 reward, tool-call budget C, temperature 1, group 16, no KL (ARCHITECTURE.md).
@@ -198,6 +218,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 PRESET_DESCRIPTIONS: dict[str, str] = {
     "quickstart": "Tiny char-level model on arithmetic, ToRL reward: learns to call Python on CPU in minutes.",
     "quickstart-otc": "Tiny model on arithmetic with OTC-GRPO: skips the tool on easy problems, uses it on hard.",
+    "smollm2-gsm8k-cpu": "SmolLM2-135M-Instruct on GSM8K with ToRL's prompt and reward, 4x4 rollouts on CPU.",
     "torl": "ToRL: Qwen2.5-Math-1.5B, ```python tool calls, +1/-1 reward, group 16, no KL (GPU).",
     "zerotir": "ZeroTIR: format-gated answer reward, accuracy filter 0.05-0.8, clip 0.22/0.28 (GPU).",
     "retool": "ReTool: SFT cold start then RL, <code>/<interpreter>, clip 0.2/0.28, no KL (GPU).",

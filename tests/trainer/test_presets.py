@@ -46,6 +46,20 @@ def test_quickstart_otc_scores_wrong_answers_minus_one_and_keeps_close_to_the_co
     assert config.grpo.scale_by_std is True  # without it the prototype collapsed to always-code
 
 
+def test_smollm2_preset_runs_torl_on_gsm8k_with_a_cpu_sized_batch():
+    from trainer.models import SMOLLM2_MODEL
+
+    config = preset_config("smollm2-gsm8k-cpu")
+    assert config.model.name_or_path == SMOLLM2_MODEL
+    assert config.engine == "hf" and config.model.dtype == "float32"
+    assert config.data.train_dataset == "gsm8k"
+    assert (config.tools.protocol, config.reward.name) == ("python_markdown", "torl")
+    assert (config.rollout.prompts_per_step, config.rollout.group_size) == (4, 4)
+    assert config.data.max_response_tokens == 256
+    assert (config.optim.learning_rate, config.grpo.kl_coef) == (1e-6, 0.0)  # ToRL's
+    assert config.sft.enabled is False
+
+
 def test_the_tiny_cold_start_in_the_presets_is_the_one_trainer_sft_runs():
     from trainer.sft import TINY_SFT
 
