@@ -102,7 +102,7 @@ def smollm2_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -
         log(f"converting {SMOLLM2_MODEL} from {gguf.name} (cached at {target} for later runs)")
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         if tokenizer.chat_template != SMOLLM2_CHAT_TEMPLATE:
-            log(f"{gguf.name} has no SmolLM2 chat template; setting the ChatML template of SmolLM2-Instruct")
+            log(f"{gguf.name} lacks SmolLM2-Instruct's chat template; setting it (ChatML) on the tokenizer")
             tokenizer.chat_template = SMOLLM2_CHAT_TEMPLATE
         # dequantize=True asks for plain dense float32 weights whatever GGUF kernels are installed:
         # a model left in GGUF blocks cannot be saved, and training needs dense weights anyway.
