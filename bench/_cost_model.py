@@ -18,7 +18,9 @@ exercised as with a real model.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import itertools
 import math
 import random
 import re
@@ -26,14 +28,17 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest
 from trainer.models import CharTokenizer
 from trainer.protocols.python_markdown import OUTPUT_MARKER
+from trainer.rollout import RolloutResult, RolloutSettings, _Clock, _trajectory
 
 # The scripted reasoning is made of these words; what matters is its length in tokens.
 _WORDS = ("so", "the", "product", "is", "then", "we", "add", "check", "carry", "digits", "sum", "first", "next")
 _LAST_OUTPUT = re.compile(r"```output\n(.*?)\n```", re.DOTALL)
+_continuous_ids = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,13 @@ class ScriptedPolicy:
     tool; each later one calls again with probability `more_calls_p`, up to `max_calls`.
     """
 
-    # Characters (= tokens) of reasoning before each call or answer.
+    # Characters (= tokens) of reasoning before each call or answer; with probability
+    # `long_think_fraction` a turn reasons at length instead (`long_think_min`..`long_think_max`).
     think_min: int = 20
     think_max: int = 120
+    long_think_fraction: float = 0.0
+    long_think_min: int = 300
+    long_think_max: int = 600
     fast_median_s: float = 0.05
     fast_sigma: float = 0.5
     slow_fraction: float = 0.05
@@ -79,7 +88,10 @@ class ScriptedPolicy:
         """The next turn's text for this context: a call ending at the stop marker, or the answer
         (which the engine ends with EOS)."""
         calls_made = context.count(OUTPUT_MARKER + "\n")
-        length = rng.randint(self.think_min, self.think_max)
+        if rng.random() < self.long_think_fraction:
+            length = rng.randint(self.long_think_min, self.long_think_max)
+        else:
+            length = rng.randint(self.think_min, self.think_max)
         words: list[str] = []
         while sum(len(w) + 1 for w in words) < length:
             words.append(rng.choice(_WORDS))
@@ -195,3 +207,119 @@ def _sleep_until(deadline: float) -> None:
     remaining = deadline - time.perf_counter()
     if remaining > 0:
         time.sleep(remaining)
+
+
+@dataclass
+class _Row:
+    request: GenerationRequest
+    ids: list[int]
+    reason: FinishReason
+    stop: str | None
+    prefill_tokens: int
+    future: asyncio.Future[GenerationOutput]
+    emitted: int = 0
+
+
+class ContinuousCostModelEngine(CostModelEngine):
+    """The same cost model and policy with continuous batching, as vLLM's scheduler does it: a
+    request joins the running batch at the next decode step (its prefill added to that step)
+    instead of waiting for the call in progress to finish.
+
+    The Engine protocol's `generate` cannot do this (a call's batch is fixed), so trainer.rollout's
+    batcher cannot use it; `continuous_rollout` drives it with trainer.rollout's own per-trajectory
+    code, to measure what continuous admission would add to the asynchronous loop.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._rows: list[_Row] = []
+        self._joining: list[_Row] = []
+        self._stepper: asyncio.Task[None] | None = None
+        self.busy_s = 0.0
+        self.batch_sizes: list[int] = []
+
+    async def agenerate(self, request: GenerationRequest) -> GenerationOutput:
+        ids, reason, stop = self._plan(request)
+        future: asyncio.Future[GenerationOutput] = asyncio.get_running_loop().create_future()
+        self._joining.append(_Row(request, ids, reason, stop, self._prefill_tokens(request), future))
+        if self._stepper is None or self._stepper.done():
+            self._stepper = asyncio.create_task(self._run())
+        return await future
+
+    async def _run(self) -> None:
+        started = deadline = time.perf_counter()
+        while self._rows or self._joining:
+            # One pass of the event loop lets every trajectory that is ready now join this step.
+            await asyncio.sleep(0)
+            if self._joining:
+                joining, self._joining = self._joining, []
+                deadline += self.cost.prefill_s + self.cost.prefill_token_s * sum(r.prefill_tokens for r in joining)
+                self._rows += joining
+                self.batch_sizes.append(len(self._rows))
+            deadline += self.cost.step_cost(len(self._rows))
+            self.steps += 1
+            await asyncio.sleep(max(0.0, deadline - time.perf_counter()))
+            alive = []
+            for row in self._rows:
+                row.emitted += 1
+                if row.emitted < len(row.ids):
+                    alive.append(row)
+                    continue
+                if row.request.cache_key is not None:
+                    with self._lock:
+                        self._kept[row.request.cache_key] = len(row.request.token_ids) + len(row.ids) - 1
+                row.future.set_result(
+                    GenerationOutput(
+                        new_token_ids=row.ids,
+                        text=self.tokenizer.decode(row.ids, skip_special_tokens=True),
+                        logprobs=[self.logprob] * len(row.ids),
+                        finish_reason=row.reason,
+                        stop_string=row.stop,
+                        prefill_tokens=row.prefill_tokens,
+                    )
+                )
+            self._rows = alive
+        self.busy_s += time.perf_counter() - started
+
+
+class _Admit:
+    """What trainer.rollout's `_trajectory` needs of a batcher: `await generate(request)`."""
+
+    def __init__(self, engine: ContinuousCostModelEngine) -> None:
+        self.engine = engine
+
+    async def generate(self, request: GenerationRequest) -> GenerationOutput:
+        return await self.engine.agenerate(request)
+
+
+async def continuous_rollout(
+    engine: ContinuousCostModelEngine,
+    prompts: Sequence[Sequence[int]],
+    settings: RolloutSettings,
+    *,
+    seed: int | None = None,
+) -> RolloutResult:
+    """trainer.rollout's asynchronous loop (its `_trajectory` per prompt, same seeds) with each
+    request admitted into the running batch instead of queued for the engine's next call."""
+    rollout_id = next(_continuous_ids)
+    clock = _Clock()
+    busy_before, batches_before = engine.busy_s, len(engine.batch_sizes)
+    admit = _Admit(engine)
+    tasks = [
+        asyncio.create_task(
+            _trajectory(i, list(p), engine, admit, clock, settings, seed, ("continuous", rollout_id, i))  # type: ignore[arg-type]
+        )
+        for i, p in enumerate(prompts)
+    ]
+    try:
+        trajectories = await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return RolloutResult(
+        trajectories=list(trajectories),
+        wall_s=clock.now(),
+        gen_s=engine.busy_s - busy_before,
+        tool_s=clock.tool_s,
+        batch_sizes=engine.batch_sizes[batches_before:],
+    )

@@ -14,14 +14,21 @@ Two cases:
   per decode step for the whole batch), with a scripted policy making 1-3 tool calls of long-tailed
   latency per trajectory.
 
-Each case runs `--repeats` times, the two loops alternating which goes first; the table gives
-medians, the ratio sync/async of the medians, and the generation / tool time of each loop. The
-work check compares tool calls and tokens of both loops: identical for the scripted policy; for
-the sampled model, batch composition changes floating-point sums, so a few samples may differ.
+The cost case also runs a third loop, `continuous`: the same per-trajectory code on
+ContinuousCostModelEngine, where a request joins the running batch at the next decode step (as
+vLLM schedules) instead of waiting for the engine call in progress; it measures what continuous
+admission would add to the asynchronous loop, which the Engine protocol cannot express today.
+
+Each case runs `--repeats` times, rotating which loop goes first; the table gives medians, the
+ratio of the sync median to each loop's, and the generation / tool time of each loop. The work
+check compares the trajectories with the sync loop's: they must be identical for the scripted
+policy; for the sampled model, batch composition can change floating-point sums and with them a
+sample, so the table reports how many were identical.
 
     .venv/bin/python bench/rollout.py                      # both cases, 3 repeats
     .venv/bin/python bench/rollout.py --cases cost         # only the cost model
-    .venv/bin/python bench/rollout.py --quick              # smoke check: small cost-model run
+    .venv/bin/python bench/rollout.py --quick              # smoke check: small cost-model run (~15 s)
+    .venv/bin/python bench/rollout.py --cases hf --model-cache /tmp/qs/models --repeats 9
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sandbox  # noqa: E402 - after the path set-up above
-from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy  # noqa: E402
+from bench._cost_model import ContinuousCostModelEngine, CostModel, ScriptedPolicy, continuous_rollout  # noqa: E402
 from bench._sync_rollout import sync_rollout  # noqa: E402
 from trainer.config import TINY_MODEL  # noqa: E402
 from trainer.data import load_dataset  # noqa: E402
@@ -75,7 +82,9 @@ class Case:
     engine: Engine
     prompts: list[list[int]]
     settings: RolloutSettings
-    exact: bool  # both loops must produce identical trajectories
+    loops: tuple[str, ...]
+    exact: bool  # every loop must produce the baseline's trajectories exactly
+    warm_up: bool = False  # one untimed run of each loop first (torch's first calls are slow)
 
 
 def arithmetic_prompts(tokenizer: Tokenizer, count: int, group_size: int, *, seed: int) -> list[list[int]]:
@@ -101,24 +110,34 @@ def hf_case(model_cache: Path, *, prompts: int, group_size: int, seed: int) -> C
         engine=engine,
         prompts=arithmetic_prompts(tokenizer, prompts, group_size, seed=seed),
         settings=RolloutSettings.from_config(preset_config("quickstart")),
+        loops=("sync", "async"),
         exact=False,
+        warm_up=True,
     )
 
 
 def cost_case(trajectories: int, cost: CostModel, policy: ScriptedPolicy, *, seed: int) -> Case:
-    engine = CostModelEngine(cost, policy)
+    engine = ContinuousCostModelEngine(cost, policy)
     return Case(
-        name=f"cost model {cost.step_s * 1000:g} ms/step, {trajectories} traj",
+        name=f"cost model {cost.step_s * 1000:g} ms/step, {trajectories} traj"
+        + (f", {policy.long_think_fraction:g} long turns" if policy.long_think_fraction else ""),
         engine=engine,
         prompts=arithmetic_prompts(engine.tokenizer, trajectories, 1, seed=seed),
-        settings=RolloutSettings(protocol="python_markdown", max_tool_calls=policy.max_calls, max_response_tokens=1024),
+        settings=RolloutSettings(protocol="python_markdown", max_tool_calls=policy.max_calls, max_response_tokens=4096),
+        loops=("sync", "async", "continuous"),
         exact=True,
     )
 
 
 def run_loop(loop: str, case: Case, seed: int) -> RolloutResult:
-    fn = sync_rollout if loop == "sync" else arollout
-    result = asyncio.run(fn(case.engine, case.prompts, case.settings, seed=seed))
+    if loop == "sync":
+        coroutine = sync_rollout(case.engine, case.prompts, case.settings, seed=seed)
+    elif loop == "async":
+        coroutine = arollout(case.engine, case.prompts, case.settings, seed=seed)
+    else:
+        assert isinstance(case.engine, ContinuousCostModelEngine)
+        coroutine = continuous_rollout(case.engine, case.prompts, case.settings, seed=seed)
+    result = asyncio.run(coroutine)
     clear = getattr(case.engine, "clear_cache", None)
     if clear is not None:
         clear()
@@ -132,63 +151,75 @@ def identical(a: RolloutResult, b: RolloutResult) -> int:
     )
 
 
-def measure(case: Case, repeats: int, seed: int) -> dict[str, object]:
-    results: dict[str, list[RolloutResult]] = {"sync": [], "async": []}
-    same: list[int] = []
+@dataclass
+class Row:
+    """One loop of one case over the repeats."""
+
+    case: str
+    loop: str
+    results: list[RolloutResult]
+    same_as_sync: list[int]
+
+    def median(self, field: str) -> float:
+        return statistics.median(getattr(r, field) for r in self.results)
+
+
+def measure(case: Case, repeats: int, seed: int) -> list[Row]:
+    rows = {loop: Row(case.name, loop, [], []) for loop in case.loops}
+    if case.warm_up:
+        for loop in case.loops:
+            run_loop(loop, case, seed + 1_000_000)
     for repeat in range(repeats):
-        order = ("sync", "async") if repeat % 2 == 0 else ("async", "sync")
-        # A fresh seed per repeat, the same for both loops: they sample the same responses.
-        rseed = seed + repeat
-        pair = {loop: run_loop(loop, case, rseed) for loop in order}
-        for loop in order:
-            r = pair[loop]
-            results[loop].append(r)
+        # Rotate which loop goes first, so a load change favours none of them.
+        order = case.loops[repeat % len(case.loops) :] + case.loops[: repeat % len(case.loops)]
+        # A fresh seed per repeat, the same for every loop: they sample the same responses.
+        results = {loop: run_loop(loop, case, seed + repeat) for loop in order}
+        for loop in case.loops:
+            r = results[loop]
+            rows[loop].results.append(r)
+            rows[loop].same_as_sync.append(identical(results["sync"], r))
             print(
                 f"{case.name} repeat {repeat} {loop}: wall {r.wall_s:.2f}s gen {r.gen_s:.2f}s tool {r.tool_s:.2f}s "
                 f"engine calls {len(r.batch_sizes)} {Work.of(r)}",
                 file=sys.stderr,
             )
-        same.append(identical(pair["sync"], pair["async"]))
-        if case.exact and Work.of(pair["sync"]) != Work.of(pair["async"]):
-            raise RuntimeError(
-                f"{case.name}: the loops did different work: {Work.of(pair['sync'])} vs {Work.of(pair['async'])}"
-            )
-    row: dict[str, object] = {"case": case.name, "same": same}
-    for loop, rs in results.items():
-        row[loop] = {
-            "wall": statistics.median(r.wall_s for r in rs),
-            "gen": statistics.median(r.gen_s for r in rs),
-            "tool": statistics.median(r.tool_s for r in rs),
-            "calls": statistics.median(len(r.batch_sizes) for r in rs),
-            "work": [Work.of(r) for r in rs],
-        }
-    return row
+            if case.exact and Work.of(r) != Work.of(results["sync"]):
+                raise RuntimeError(
+                    f"{case.name}: {loop} did different work from sync: {Work.of(r)} vs {Work.of(results['sync'])}"
+                )
+    return list(rows.values())
 
 
-def print_table(rows: Sequence[dict], repeats: int) -> None:
+def print_table(rows: Sequence[Row], repeats: int) -> None:
     print(f"loadavg(after)={os.getloadavg()[0]:.2f} repeats={repeats} (medians)")
     print(
-        "| case | sync wall s | async wall s | sync/async | sync gen s | sync tool s | async gen s | async tool s "
-        "| engine calls sync/async | tool calls sync/async | model tokens sync/async | identical trajectories |"
+        "| case | loop | wall s | gen s | tool s | sync/loop | engine calls | tool calls | model tokens "
+        "| identical to sync |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    sync_wall = {row.case: row.median("wall_s") for row in rows if row.loop == "sync"}
     for row in rows:
-        s, a = row["sync"], row["async"]
-        n = s["work"][0].trajectories
-        tools = f"{sum(w.tool_calls for w in s['work'])}/{sum(w.tool_calls for w in a['work'])}"
-        tokens = f"{sum(w.model_tokens for w in s['work'])}/{sum(w.model_tokens for w in a['work'])}"
+        work = [Work.of(r) for r in row.results]
         print(
-            f"| {row['case']} | {s['wall']:.2f} | {a['wall']:.2f} | x{s['wall'] / a['wall']:.2f} | {s['gen']:.2f} "
-            f"| {s['tool']:.2f} | {a['gen']:.2f} | {a['tool']:.2f} | {s['calls']:g}/{a['calls']:g} | {tools} "
-            f"| {tokens} | {sum(row['same'])}/{n * len(row['same'])} |"
+            f"| {row.case} | {row.loop} | {row.median('wall_s'):.2f} | {row.median('gen_s'):.2f} "
+            f"| {row.median('tool_s'):.2f} | x{sync_wall[row.case] / row.median('wall_s'):.2f} "
+            f"| {statistics.median(len(r.batch_sizes) for r in row.results):g} "
+            f"| {statistics.median(w.tool_calls for w in work):g} "
+            f"| {statistics.median(w.model_tokens for w in work):g} "
+            f"| {sum(row.same_as_sync)}/{sum(w.trajectories for w in work)} |"
         )
     for row in rows:
-        print(f"sync/async {row['case']}: x{row['sync']['wall'] / row['async']['wall']:.2f}")
+        if row.loop != "sync":
+            print(f"sync/{row.loop} {row.case}: x{sync_wall[row.case] / row.median('wall_s'):.2f}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="hf,cost", help="comma-separated: hf (tiny model on CPU), cost (cost model)")
+    parser.add_argument(
+        "--cases",
+        default=None,
+        help="comma-separated: hf (tiny model on CPU), cost (cost model); default hf,cost (cost with --quick)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs of each loop per case (median reported)")
     parser.add_argument(
         "--quick",
@@ -218,6 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="cost case: duration range of a slow tool call",
     )
     parser.add_argument(
+        "--long-think-fraction",
+        type=float,
+        default=0.0,
+        help="cost case: share of turns that reason at length (300-600 tokens instead of 20-120)",
+    )
+    parser.add_argument(
         "--sandbox-workers",
         type=int,
         default=128,
@@ -229,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.repeats, args.trajectories, args.step_ms, args.slow_s = 1, 16, 2.0, (0.2, 0.4)
         args.prompts, args.group_size = 4, 4
-    cases_wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
+    cases_wanted = [c.strip() for c in (args.cases or ("cost" if args.quick else "hf,cost")).split(",") if c.strip()]
     unknown = set(cases_wanted) - {"hf", "cost"}
     if unknown:
         parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
@@ -250,11 +287,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases.append(hf_case(args.model_cache, prompts=args.prompts, group_size=args.group_size, seed=args.seed))
         else:
             policy = ScriptedPolicy(
-                slow_fraction=args.slow_fraction, slow_min_s=args.slow_s[0], slow_max_s=args.slow_s[1]
+                slow_fraction=args.slow_fraction,
+                slow_min_s=args.slow_s[0],
+                slow_max_s=args.slow_s[1],
+                long_think_fraction=args.long_think_fraction,
             )
             cases.append(cost_case(args.trajectories, CostModel(step_s=args.step_ms / 1000), policy, seed=args.seed))
         print(f"# {cases[-1].name}: ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)
-    rows = [measure(case, args.repeats, args.seed) for case in cases]
+    rows = [row for case in cases for row in measure(case, args.repeats, args.seed)]
     print_table(rows, args.repeats)
     return 0
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from bench import rollout as bench_rollout
-from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy
+from bench._cost_model import ContinuousCostModelEngine, CostModel, CostModelEngine, ScriptedPolicy, continuous_rollout
 from bench._sync_rollout import sync_rollout
 from trainer.engines import GenerationOutput, GenerationRequest
 from trainer.protocols import get_protocol
@@ -79,17 +79,42 @@ def test_scripted_policy_calls_the_tool_then_answers_with_the_last_output() -> N
     assert answer.text.endswith("The answer is \\boxed{4321}.")
 
 
-def test_sync_and_async_loops_make_the_same_calls_and_answers() -> None:
+def test_continuous_engine_admits_a_request_into_the_running_batch() -> None:
+    engine = ContinuousCostModelEngine(CostModel(step_s=0.01, prefill_s=0.0, prefill_token_s=0.0))
+    # Seeds 0 and 2: a 183-token and a 93-token generation.
+    first, _, second = _requests(engine, 3)
+    lengths = [len(o.new_token_ids) for o in CostModelEngine(CostModel(step_s=0.0)).generate([first, second])]
+
+    async def both() -> tuple[float, float, float]:
+        started = time.perf_counter()
+        long_task = asyncio.create_task(engine.agenerate(first))
+        await asyncio.sleep(0.1)
+        joined = time.perf_counter() - started
+        await engine.agenerate(second)
+        second_done = time.perf_counter() - started
+        await long_task
+        return joined, second_done, time.perf_counter() - started
+
+    joined, second_done, first_done = asyncio.run(both())
+    # The second request does not wait for the first one's batch: it ends its own length after joining.
+    assert joined + lengths[1] * 0.01 <= second_done <= joined + lengths[1] * 0.01 + SLACK_S
+    assert second_done < first_done
+    assert lengths[0] * 0.01 <= first_done <= lengths[0] * 0.01 + SLACK_S
+
+
+def test_sync_async_and_continuous_loops_make_the_same_calls_and_answers() -> None:
     policy = ScriptedPolicy(slow_fraction=0.3, slow_min_s=0.05, slow_max_s=0.1)
-    engine = CostModelEngine(CostModel(step_s=0.0005), policy)
+    engine = ContinuousCostModelEngine(CostModel(step_s=0.0005), policy)
     tokenizer = engine.tokenizer
     prompts = [tokenizer.encode(f"user: what is {i} * 13?\nassistant: ", add_special_tokens=False) for i in range(6)]
     settings = RolloutSettings(protocol="python_markdown", max_tool_calls=3, max_response_tokens=1024)
     asynchronous = asyncio.run(arollout(engine, prompts, settings, seed=3))
     synchronous = asyncio.run(sync_rollout(engine, prompts, settings, seed=3))
+    continuous = asyncio.run(continuous_rollout(engine, prompts, settings, seed=3))
     protocol = get_protocol("python_markdown")
     calls_per_trajectory = []
-    for a, s in zip(asynchronous.trajectories, synchronous.trajectories, strict=True):
+    for a, s, c in zip(asynchronous.trajectories, synchronous.trajectories, continuous.trajectories, strict=True):
+        assert (c.completion.text, c.response_ids, c.loss_mask) == (s.completion.text, s.response_ids, s.loss_mask)
         assert [e.call for e in a.completion.executions] == [e.call for e in s.completion.executions]
         assert [e.output for e in a.completion.executions] == [e.output for e in s.completion.executions]
         assert all(e.status == "ok" for e in s.completion.executions)
