@@ -1,11 +1,12 @@
 """The asynchronous multi-turn rollout: every trajectory advances on its own.
 
 Each trajectory is a coroutine: generate until the protocol's stop marker, run the call in the
-sandbox (`sandbox.arun`), append the wrapped output, generate again, until EOS, the response
-limit, or a generation that ends without a call. A batcher hands the engine every request that is
-ready when it becomes free; the engine runs on a worker thread and reports each sequence the
-moment it stops, so that trajectory's tool call runs on the event loop while the rest of the
-batch — and the next batch — keep generating.
+sandbox (`sandbox.arun`, or the caller's `run_code`: trainer.ray_rollout's sandbox actors), append
+the wrapped output, generate again, until EOS, the response limit, or a generation that ends
+without a call. A batcher hands the engine every request that is ready when it becomes free; the
+engine runs on a worker thread and reports each sequence the moment it stops, so that
+trajectory's tool call runs on the event loop while the rest of the batch — and the next batch —
+keep generating.
 
 Length accounting (ToRL's): `max_response_tokens` bounds everything after the prompt, generated
 and tool-output tokens alike, because all of it occupies the context. A response that reaches
@@ -26,6 +27,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol as TypingProtocol
 
 import sandbox
 from trainer.config import RunConfig
@@ -36,6 +38,12 @@ from trainer.trajectory import Completion, ToolExecution
 NO_CODE_OUTPUT = "SyntaxError: no complete code block"
 
 _rollout_ids = itertools.count()
+
+
+class CodeRunner(TypingProtocol):
+    """Runs one snippet under the call's limits, like `sandbox.arun` (the default)."""
+
+    async def __call__(self, code: str, *, timeout_s: float, memory_mb: int) -> sandbox.Result: ...
 
 
 @dataclass(frozen=True)
@@ -215,11 +223,13 @@ class _State:
             self.model_tokens -= count
 
 
-async def _execute(code: str | None, settings: RolloutSettings) -> ToolExecution:
+async def _execute(code: str | None, settings: RolloutSettings, run_code: CodeRunner | None = None) -> ToolExecution:
     if code is None:
         # The model wrote the marker without a complete block: a failed call, counted against the budget.
         return ToolExecution(call="", status="error", output=NO_CODE_OUTPUT)
-    result = await sandbox.arun(code, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
+    # Looked up per call, so the default follows sandbox.arun wherever it points.
+    run = run_code if run_code is not None else sandbox.arun
+    result = await run(code, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
     return ToolExecution(
         call=code, status=result.status, output=result.stdout + result.stderr, duration_ms=result.duration_ms
     )
@@ -272,6 +282,7 @@ async def _trajectory(
     settings: RolloutSettings,
     seed: int | None,
     cache_key: tuple[int, int],
+    run_code: CodeRunner | None = None,
 ) -> Trajectory:
     protocol = get_protocol(settings.protocol)
     state = _State()
@@ -306,7 +317,7 @@ async def _trajectory(
             start = clock.now()
             clock.tool_started()
             try:
-                execution = await _execute(protocol.extract_call(stopped), settings)
+                execution = await _execute(protocol.extract_call(stopped), settings, run_code)
             finally:
                 clock.tool_ended()
             spans.append(Span("tool", start, clock.now()))
@@ -336,20 +347,29 @@ async def _trajectory(
 
 
 async def arollout(
-    engine: Engine, prompts: Sequence[Sequence[int]], settings: RolloutSettings, *, seed: int | None = None
+    engine: Engine,
+    prompts: Sequence[Sequence[int]],
+    settings: RolloutSettings,
+    *,
+    seed: int | None = None,
+    run_code: CodeRunner | None = None,
+    first_index: int = 0,
 ) -> RolloutResult:
     """Roll out one response per prompt (repeat a prompt G times for a GRPO group).
 
     `seed` makes sampling reproducible (per trajectory and turn, independent of batching);
-    None draws from torch's generator inside the engine.
+    None draws from torch's generator inside the engine. `run_code` executes tool calls
+    (default `sandbox.arun`). `first_index` is the place of `prompts[0]` in a larger rollout split
+    over several calls (trainer.ray_rollout's replicas): each trajectory's seed follows its place
+    there, so the split samples exactly what one call would.
     """
     rollout_id = next(_rollout_ids)
     batcher = _Batcher(engine)
     clock = _Clock()
     batch_task = asyncio.create_task(batcher.run())
     tasks = [
-        asyncio.create_task(_trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i)))
-        for i, p in enumerate(prompts)
+        asyncio.create_task(_trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i), run_code))
+        for i, p in enumerate(prompts, start=first_index)
     ]
     try:
         trajectories = await asyncio.gather(*tasks)
