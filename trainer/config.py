@@ -94,6 +94,27 @@ class RolloutConfig(_Section):
     trajectories_to_report: int = Field(
         2, ge=0, description="Whole GRPO groups whose trajectories are reported per step."
     )
+    backend: Literal["local", "ray"] = Field(
+        "local", description="'local' rolls out in the trainer process; 'ray' on Ray actors spread over a cluster."
+    )
+    replicas: int = Field(
+        1, ge=1, description="Rollout replicas (Ray actors, each with its own copy of the policy); backend 'ray'."
+    )
+    sandbox_actors: int = Field(
+        1, ge=1, description="Ray actors executing tool calls, each with its own sandbox pool; backend 'ray'."
+    )
+
+    @model_validator(mode="after")
+    def _check_ray_only_fields(self) -> "RolloutConfig":
+        if self.backend == "local":
+            errors = {
+                name: ["needs backend 'ray'; the local backend runs one rollout in the trainer process"]
+                for name in ("replicas", "sandbox_actors")
+                if getattr(self, name) != 1
+            }
+            if errors:
+                raise ConfigError(errors)
+        return self
 
 
 class OptimConfig(_Section):

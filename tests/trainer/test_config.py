@@ -52,6 +52,8 @@ def test_default_reward_params_are_filled_in() -> None:
         ("rollout", "top_p", 0, "Input should be greater than 0"),
         ("rollout", "top_p", 1.5, "Input should be less than or equal to 1"),
         ("rollout", "trajectories_to_report", -1, "Input should be greater than or equal to 0"),
+        ("rollout", "replicas", 0, "Input should be greater than or equal to 1"),
+        ("rollout", "sandbox_actors", 0, "Input should be greater than or equal to 1"),
         ("data", "max_prompt_tokens", 0, "Input should be greater than or equal to 1"),
         ("data", "max_response_tokens", 0, "Input should be greater than or equal to 1"),
         ("tools", "max_tool_calls", -1, "Input should be greater than or equal to 0"),
@@ -116,6 +118,27 @@ def test_reward_params_get_their_defaults() -> None:
     config = validate_config({"reward": {"name": "otc_grpo", "params": {"global_min": True}}})
 
     assert config.reward.params == {"alpha": 1.0, "c": 3.0, "wrong_reward": 0.0, "global_min": True}
+
+
+def test_rollouts_are_local_by_default() -> None:
+    rollout = RunConfig().rollout
+
+    assert (rollout.backend, rollout.replicas, rollout.sandbox_actors) == ("local", 1, 1)
+
+
+def test_replicas_and_sandbox_actors_need_the_ray_backend() -> None:
+    message = "needs backend 'ray'; the local backend runs one rollout in the trainer process"
+
+    assert _errors({"rollout": {"replicas": 2, "sandbox_actors": 3}}) == {
+        "rollout.replicas": [message],
+        "rollout.sandbox_actors": [message],
+    }
+
+
+def test_ray_backend_takes_replicas_and_sandbox_actors() -> None:
+    rollout = validate_config({"rollout": {"backend": "ray", "replicas": 4, "sandbox_actors": 2}}).rollout
+
+    assert (rollout.backend, rollout.replicas, rollout.sandbox_actors) == ("ray", 4, 2)
 
 
 def test_accuracy_min_above_accuracy_max_is_refused() -> None:
