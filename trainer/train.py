@@ -3,6 +3,7 @@
 One step:
   1. take `prompts_per_step` examples (a seeded draw per step, so a resumed run sees the same data),
   2. roll out G responses each with the async multi-turn loop (the sandbox runs the model's code),
+     in this process or, with rollout.backend 'ray', on Ray actors (trainer.ray_rollout),
   3. score each group with the run's reward, drop groups the filter rejects and refill up to a limit,
   4. compute group-relative advantages and take `ppo_epochs` passes of the clipped policy loss
      (trainer.grpo) over the trainable tokens, with gradient clipping,
@@ -144,6 +145,19 @@ class Trainer:
         self.scheduler = _scheduler(self.optimizer, config, config.schedule.max_steps)
         self.reward_state = RewardState()
         self.step = 0
+        # Last, so that nothing after it can fail and leave actors behind; closed by close().
+        self.ray_rollout = None
+        if config.rollout.backend == "ray":
+            from trainer.ray_rollout import RayRollout
+
+            self.ray_rollout = RayRollout(
+                self.model,
+                self.tokenizer,
+                replicas=config.rollout.replicas,
+                sandbox_actors=config.rollout.sandbox_actors,
+                num_threads=threads,
+                log=log,
+            )
 
     # -- data -----------------------------------------------------------------------------------
 
@@ -166,8 +180,11 @@ class Trainer:
     def roll(self, examples: Sequence[tuple[int, Example]], *, group_size: int, seed: int, greedy: bool = False):
         settings = dataclasses.replace(self.settings, temperature=0.0) if greedy else self.settings
         prompts = [self.prompt_ids(example) for _, example in examples for _ in range(group_size)]
-        result = rollout(self.engine, prompts, settings, seed=seed)
-        self.engine.clear_cache()
+        if self.ray_rollout is not None:
+            result = self.ray_rollout.rollout(prompts, settings, seed=seed, group_size=group_size)
+        else:
+            result = rollout(self.engine, prompts, settings, seed=seed)
+            self.engine.clear_cache()
         groups = []
         for g, (index, example) in enumerate(examples):
             trajectories = result.trajectories[g * group_size : (g + 1) * group_size]
@@ -328,6 +345,10 @@ class Trainer:
         train_started = time.perf_counter()
         if groups:
             metrics.update(self.update(groups))
+            if self.ray_rollout is not None:
+                sync_started = time.perf_counter()
+                self.sync_weights()
+                metrics["timing_s/weight_sync"] = time.perf_counter() - sync_started
         metrics["timing_s/train"] = time.perf_counter() - train_started
         metrics["timing_s/step"] = time.perf_counter() - started
         generated = sum(t.completion.response_tokens or 0 for g in groups for t in g.trajectories)
@@ -370,6 +391,18 @@ class Trainer:
         state = load_checkpoint(path, model=self.model, optimizer=self.optimizer, scheduler=self.scheduler)
         self.step = state["step"]
         self.reward_state = RewardState.from_dict(state["reward_state"])
+        self.sync_weights()
+
+    def sync_weights(self) -> None:
+        """Hand the policy's current weights to the Ray rollout replicas (the local engine shares them)."""
+        if self.ray_rollout is not None:
+            self.ray_rollout.load_weights(self.model.state_dict())
+
+    def close(self) -> None:
+        """Stop the Ray actors, and the local Ray instance if the run started one."""
+        if self.ray_rollout is not None:
+            self.ray_rollout.close()
+            self.ray_rollout = None
 
 
 def trajectory_report(
@@ -425,35 +458,39 @@ def run_training(
     Stops early, after the step in progress, when the dashboard stops the run or `stop_requested()`
     says so (SIGTERM, as Ray sends when a job is stopped)."""
     trainer = Trainer(config, reporter=reporter, out_dir=out_dir, model_cache=model_cache, log=log)
-    if resume is not None:
-        trainer.resume(resume)
-        reporter.log(f"resumed from {resume} at step {trainer.step}")
     last = max_steps if max_steps is not None else config.schedule.max_steps
     schedule = config.schedule
-    started = time.perf_counter()
-    while trainer.step < last:
-        result = trainer.train_step()
-        metrics = dict(result.metrics)
-        if schedule.eval_every and trainer.step % schedule.eval_every == 0:
-            metrics.update(trainer.evaluate(result.step))
-        reporter.log_metrics(result.step, metrics)
-        reported = result.groups[: config.rollout.trajectories_to_report]
-        reporter.log_trajectories(
-            result.step,
-            [
-                trajectory_report(group, position, t, r, sample, result.step, trainer.protocol)
-                for position, group in enumerate(reported)
-                for sample, (t, r) in enumerate(zip(group.trajectories, group.rewards, strict=True))
-            ],
-        )
-        if schedule.checkpoint_every and trainer.step % schedule.checkpoint_every == 0:
-            reporter.log(f"checkpoint saved to {trainer.checkpoint()}")
-        if progress is not None:
-            progress(result, time.perf_counter() - started)
-        if getattr(reporter, "stopped_by_dashboard", False):
-            reporter.log("the dashboard stopped this run")
-            break
-        if stop_requested is not None and stop_requested():
-            reporter.log(f"stop requested: stopping after step {result.step}")
-            break
+    try:
+        if resume is not None:
+            trainer.resume(resume)
+            reporter.log(f"resumed from {resume} at step {trainer.step}")
+        started = time.perf_counter()
+        while trainer.step < last:
+            result = trainer.train_step()
+            metrics = dict(result.metrics)
+            if schedule.eval_every and trainer.step % schedule.eval_every == 0:
+                metrics.update(trainer.evaluate(result.step))
+            reporter.log_metrics(result.step, metrics)
+            reported = result.groups[: config.rollout.trajectories_to_report]
+            reporter.log_trajectories(
+                result.step,
+                [
+                    trajectory_report(group, position, t, r, sample, result.step, trainer.protocol)
+                    for position, group in enumerate(reported)
+                    for sample, (t, r) in enumerate(zip(group.trajectories, group.rewards, strict=True))
+                ],
+            )
+            if schedule.checkpoint_every and trainer.step % schedule.checkpoint_every == 0:
+                reporter.log(f"checkpoint saved to {trainer.checkpoint()}")
+            if progress is not None:
+                progress(result, time.perf_counter() - started)
+            if getattr(reporter, "stopped_by_dashboard", False):
+                reporter.log("the dashboard stopped this run")
+                break
+            if stop_requested is not None and stop_requested():
+                reporter.log(f"stop requested: stopping after step {result.step}")
+                break
+    finally:
+        # However the run ends (done, stopped by SIGTERM, failed), its Ray actors end with it.
+        trainer.close()
     return trainer
