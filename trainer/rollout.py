@@ -5,8 +5,9 @@ sandbox (`sandbox.arun`, or the caller's `run_code`: trainer.ray_rollout's sandb
 the wrapped output, generate again, until EOS, the response limit, or a generation that ends
 without a call. A batcher hands the engine every request that is ready when it becomes free; the
 engine runs on a worker thread and reports each sequence the moment it stops, so that
-trajectory's tool call runs on the event loop while the rest of the batch — and the next batch —
-keep generating.
+trajectory's tool call runs on the event loop while the rest of the batch keeps generating; when
+the call comes back, its next request joins the running call at the next decode step (continuous
+batching, see `_Batcher`).
 
 Length accounting (ToRL's): `max_response_tokens` bounds everything after the prompt, generated
 and tool-output tokens alike, because all of it occupies the context. A response that reaches
@@ -23,7 +24,9 @@ appended as tool text, so text and tokens never disagree.
 """
 
 import asyncio
+import inspect
 import itertools
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +62,8 @@ class RolloutSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     max_response_tokens: int = 256
+    # Requests join running engine calls (see _Batcher); off only to measure what that is worth.
+    continuous_batching: bool = True
 
     @classmethod
     def from_config(cls, config: RunConfig) -> "RolloutSettings":
@@ -119,20 +124,50 @@ class RolloutResult:
 
 
 class _Batcher:
-    """Collects the requests of ready trajectories; runs one engine call at a time with all of them."""
+    """Collects the requests of ready trajectories for the engine, one engine call at a time.
 
-    def __init__(self, engine: Engine) -> None:
+    With continuous batching (`RolloutSettings.continuous_batching`, on by default, used when the
+    engine's `generate` takes `admit`), a request that becomes ready while a call runs — a
+    trajectory whose tool output just came back — joins that call at its next decode step. Without
+    it, the request waits for the call to end and then for all of the next one, which takes every
+    request pending by then: each turn then costs a whole batch-length call, however short its own
+    generation (bench/rollout.py measures the difference).
+    """
+
+    def __init__(self, engine: Engine, *, continuous: bool = True) -> None:
         self.engine = engine
         self.pending: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]] = []
+        # `pending` is filled on the event loop and drained by `admit` on the engine's worker thread.
+        self.lock = threading.Lock()
         self.ready = asyncio.Event()
         self.gen_s = 0.0
         self.batch_sizes: list[int] = []
+        self.admitted = 0
+        self.continuous = continuous and "admit" in inspect.signature(engine.generate).parameters
 
     async def generate(self, request: GenerationRequest) -> GenerationOutput:
         future: asyncio.Future[GenerationOutput] = asyncio.get_running_loop().create_future()
-        self.pending.append((request, future))
+        with self.lock:
+            self.pending.append((request, future))
         self.ready.set()
         return await future
+
+    def _take(self) -> list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]]:
+        with self.lock:
+            taken, self.pending = self.pending, []
+        return taken
+
+    def _admitter(self, futures: list[asyncio.Future[GenerationOutput]]) -> Callable[[], list[GenerationRequest]]:
+        """The engine's `admit` for one call: on its worker thread, between decode steps, it hands
+        over what is pending; the joiners' futures take the call's next indices."""
+
+        def admit() -> list[GenerationRequest]:
+            joining = self._take()
+            futures.extend(future for _, future in joining)
+            self.admitted += len(joining)
+            return [request for request, _ in joining]
+
+        return admit
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -141,15 +176,16 @@ class _Batcher:
             # One more pass of the event loop lets every trajectory that is ready now join the batch.
             await asyncio.sleep(0)
             self.ready.clear()
-            batch, self.pending = self.pending, []
+            batch = self._take()
             if not batch:
-                continue
+                continue  # admitted into the previous call
             futures = [future for _, future in batch]
             self.batch_sizes.append(len(batch))
             started = time.perf_counter()
             try:
                 requests = [request for request, _ in batch]
-                await asyncio.to_thread(self.engine.generate, requests, _resolver(loop, futures))
+                extra = {"admit": self._admitter(futures)} if self.continuous else {}
+                await asyncio.to_thread(self.engine.generate, requests, _resolver(loop, futures), **extra)
             except Exception as exc:  # noqa: BLE001 - handed to every trajectory waiting on this batch
                 for future in futures:
                     if not future.done():
@@ -364,7 +400,7 @@ async def arollout(
     there, so the split samples exactly what one call would.
     """
     rollout_id = next(_rollout_ids)
-    batcher = _Batcher(engine)
+    batcher = _Batcher(engine, continuous=settings.continuous_batching)
     clock = _Clock()
     batch_task = asyncio.create_task(batcher.run())
     tasks = [

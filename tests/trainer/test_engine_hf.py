@@ -178,3 +178,37 @@ def test_continuation_after_a_rewritten_tail_crops_the_cache(engine):
     assert cached.prefill_tokens == len(context) - len(prompt) - 6
     engine.release("k")
     assert "k" not in engine.kept_keys
+
+
+def test_a_request_admitted_mid_call_samples_what_it_would_alone_and_finishes_first(engine):
+    tok = engine.tokenizer
+    long = GenerationRequest(_ids(tok, PROMPTS[0]), 60, temperature=1.0, seed=3)
+    late = GenerationRequest(_ids(tok, PROMPTS[1]), 12, temperature=1.0, seed=4)
+    alone = engine.generate([late])[0]
+    engine.clear_cache()
+    calls, finished = [], []
+
+    def admit():
+        calls.append(len(calls))
+        return [late] if len(calls) == 5 else []  # joins at the fifth decode step
+
+    outputs = engine.generate([long], on_finish=lambda i, out: finished.append(i), admit=admit)
+    assert outputs[1].new_token_ids == alone.new_token_ids
+    assert outputs[1].logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+    assert outputs[0].new_token_ids == engine.generate([long])[0].new_token_ids  # the running row is undisturbed
+    assert finished == [1, 0] and len(outputs[0].new_token_ids) == 60
+
+
+def test_an_admitted_continuation_reuses_its_kept_cache(engine):
+    tok = engine.tokenizer
+    first = GenerationRequest(_ids(tok, PROMPTS[2]), 5, temperature=1.0, seed=9, cache_key="t")
+    head = engine.generate([first])[0]
+    context = [*first.token_ids, *head.new_token_ids, *_ids(tok, "\n```output\n42\n```\n")]
+    follow = GenerationRequest(context, 8, temperature=1.0, seed=10, cache_key="t")
+    runner = GenerationRequest(_ids(tok, PROMPTS[0]), 30, temperature=1.0, seed=1)
+    queue = [[follow]]
+    outputs = engine.generate([runner], admit=lambda: queue.pop() if queue else [])
+    assert outputs[1].prefill_tokens == len(context) - len(first.token_ids) - len(head.new_token_ids) + 1
+    engine.clear_cache()
+    fresh = engine.generate([follow])[0]
+    assert outputs[1].new_token_ids == fresh.new_token_ids

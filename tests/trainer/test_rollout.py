@@ -210,6 +210,56 @@ def test_other_trajectories_keep_generating_during_a_slow_tool_call(tokenizer):
     assert result.wall_s < result.gen_s + result.tool_s
 
 
+class AdmittingEngine(ScriptedEngine):
+    """ScriptedEngine with continuous batching: requests `admit` returns join at the next step."""
+
+    def generate(self, requests, on_finish=None, admit=None):
+        requests = list(requests)
+        plans = [self._plan(r) for r in requests]
+        emitted: list[list[int]] = [[] for _ in requests]
+        outputs: dict[int, GenerationOutput] = {}
+        while len(outputs) < len(requests):
+            for joining in admit() if admit is not None else []:
+                requests.append(joining)
+                plans.append(self._plan(joining))
+                emitted.append([])
+            time.sleep(self.step_s)
+            for i, request in enumerate(requests):
+                if i in outputs:
+                    continue
+                emitted[i].append(plans[i][len(emitted[i])])
+                text = self.tokenizer.decode(emitted[i], skip_special_tokens=True)
+                stop = next((s for s in request.stop_strings if text.endswith(s)), None)
+                if stop is None and emitted[i][-1] != self.tokenizer.eos_token_id:
+                    continue
+                outputs[i] = GenerationOutput(
+                    emitted[i], text, [SCRIPTED_LOGPROB] * len(emitted[i]), "stop" if stop else "eos", stop
+                )
+                if on_finish is not None:
+                    on_finish(i, outputs[i])
+        return [outputs[i] for i in range(len(requests))]
+
+
+@pytest.mark.parametrize("continuous", [True, False])
+def test_a_turn_that_is_ready_joins_the_running_engine_call(tokenizer, continuous):
+    quick = "```python\nprint(6 * 7)\n```\n```output"
+    scripts = {"long\n": ["thinking " * 30 + "\\boxed{1}"], "quick\n": [quick, "\\boxed{42}"]}
+    engine = AdmittingEngine(tokenizer, scripts, step_s=0.005)
+    prompts = [tokenizer.encode(p) for p in scripts]
+    settings = RolloutSettings(continuous_batching=continuous, max_response_tokens=512)
+    result = rollout(engine, prompts, settings)
+    long_run, quick_run = result.trajectories
+    assert quick_run.completion.text.endswith("\\boxed{42}") and quick_run.completion.executions[0].output == "42\n"
+    long_gen = next(s for s in long_run.spans if s.kind == "gen")
+    answer = [s for s in quick_run.spans if s.kind == "gen"][-1]
+    if continuous:
+        # The answer turn joined the long call and finished inside it: one engine call in all.
+        assert result.batch_sizes == [2] and answer.end < long_gen.end
+    else:
+        # It waited for the long call to end, then took a call of its own.
+        assert result.batch_sizes == [2, 1] and answer.end > long_gen.end
+
+
 def test_an_engine_failure_reaches_the_caller(tokenizer):
     class Broken(ScriptedEngine):
         def generate(self, requests, on_finish=None):

@@ -81,9 +81,16 @@ class Engine(Protocol):
         self,
         requests: Sequence[GenerationRequest],
         on_finish: Callable[[int, GenerationOutput], None] | None = None,
+        admit: Callable[[], Sequence[GenerationRequest]] | None = None,
     ) -> list[GenerationOutput]:
         """Sample a continuation for each request, in order. `on_finish(index, output)` is called
-        (from the calling thread) as soon as request `index` stops, before the others finish."""
+        (from the calling thread) as soon as request `index` stops, before the others finish.
+
+        `admit`, when given, is called between decode steps while the call runs; the requests it
+        returns join the running batch (continuous batching, as vLLM's scheduler does) and take the
+        next indices, after `requests` and whatever joined before them. Without it a trajectory
+        whose tool call returns mid-call waits for the whole call to end, then for all of the next.
+        """
         ...
 
     def release(self, cache_key: Hashable) -> None:

@@ -19,6 +19,11 @@ Batch layout: each row is [left pad | kept part | pad | new part], one 2-D atten
 zeros on the pads and explicit position ids, so rows with different kept and new lengths share
 one forward pass. A finished row stays in the batch, fed a masked pad token, until half the rows
 are finished; only then is the batch compacted, because compacting copies the whole cache.
+
+Continuous batching: with `admit`, requests that become ready while a call runs (a trajectory
+whose tool output just came back) join it at the next decode step. They are prefilled on their
+own, then their cache and mask are left-padded to the running batch's length (or the batch's to
+theirs) and stacked under it; explicit positions make the padding invisible to the model.
 """
 
 import random
@@ -59,6 +64,32 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+def _stream(request: GenerationRequest) -> random.Random:
+    """The request's own random stream: its seed, else one drawn from torch's generator."""
+    return random.Random(request.seed if request.seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
+
+
+def _stack(
+    cache: DynamicCache, mask: torch.Tensor, other: DynamicCache, other_mask: torch.Tensor
+) -> tuple[DynamicCache, torch.Tensor]:
+    """Two batches' caches and masks as one: rows of `other` under those of `cache`, the shorter
+    left-padded with masked zeros (positions are explicit, so the padding changes nothing)."""
+    width = max(mask.shape[1], other_mask.shape[1])
+
+    def pad(t: torch.Tensor, length: int) -> torch.Tensor:
+        if length == width:
+            return t
+        return torch.cat([t.new_zeros((t.shape[0], t.shape[1], width - length, t.shape[3])), t], dim=2)
+
+    data = []
+    for a, b in zip(cache.layers, other.layers, strict=True):
+        keys = torch.cat([pad(a.keys, mask.shape[1]), pad(b.keys, other_mask.shape[1])])
+        values = torch.cat([pad(a.values, mask.shape[1]), pad(b.values, other_mask.shape[1])])
+        data.append((keys, values))
+    masks = [torch.nn.functional.pad(m, (width - m.shape[1], 0)) for m in (mask, other_mask)]
+    return DynamicCache(ddp_cache_data=data), torch.cat(masks)
 
 
 def sample_tokens(
@@ -116,7 +147,9 @@ class HFEngine:
         self.eos_token_id = tokenizer.eos_token_id
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.pad_token_id = pad if pad is not None else 0
-        self.keep_cache = keep_cache and _full_attention(model)
+        # Only plain full-attention caches can be sliced and stacked: kept across calls, or joined.
+        self.stackable = _full_attention(model)
+        self.keep_cache = keep_cache and self.stackable
         self._kept: dict[Hashable, _Kept] = {}
         # release() comes from the event-loop thread while generate() runs on a worker thread.
         self._lock = threading.Lock()
@@ -139,12 +172,9 @@ class HFEngine:
         self,
         requests: Sequence[GenerationRequest],
         on_finish: Callable[[int, GenerationOutput], None] | None = None,
+        admit: Callable[[], Sequence[GenerationRequest]] | None = None,
     ) -> list[GenerationOutput]:
-        for r in requests:
-            if not r.token_ids:
-                raise ValueError("a generation request needs at least one context token")
-            if r.max_new_tokens < 1:
-                raise ValueError(f"max_new_tokens must be at least 1, got {r.max_new_tokens}")
+        self._check(requests)
         if not requests:
             return []
         threads = torch.get_num_threads()
@@ -152,9 +182,17 @@ class HFEngine:
             torch.set_num_threads(self.num_threads)
         try:
             with torch.inference_mode():
-                return self._generate(list(requests), on_finish)
+                return self._generate(list(requests), on_finish, admit)
         finally:
             torch.set_num_threads(threads)
+
+    @staticmethod
+    def _check(requests: Sequence[GenerationRequest]) -> None:
+        for r in requests:
+            if not r.token_ids:
+                raise ValueError("a generation request needs at least one context token")
+            if r.max_new_tokens < 1:
+                raise ValueError(f"max_new_tokens must be at least 1, got {r.max_new_tokens}")
 
     def _take_kept(self, request: GenerationRequest) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]] | None]:
         """How many leading context tokens are already encoded for this request, and their cache."""
@@ -237,15 +275,15 @@ class HFEngine:
             self._kept[request.cache_key] = kept
 
     def _generate(
-        self, requests: list[GenerationRequest], on_finish: Callable[[int, GenerationOutput], None] | None
+        self,
+        requests: list[GenerationRequest],
+        on_finish: Callable[[int, GenerationOutput], None] | None,
+        admit: Callable[[], Sequence[GenerationRequest]] | None = None,
     ) -> list[GenerationOutput]:
         cache, mask, logits, prefilled = self._prefill(requests)
         # Unseeded requests draw their stream's seed from torch's generator, so torch.manual_seed
         # makes a whole rollout reproducible.
-        rngs = [
-            random.Random(r.seed if r.seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
-            for r in requests
-        ]
+        rngs = [_stream(r) for r in requests]
         temperatures = torch.tensor([r.temperature for r in requests], dtype=torch.float32, device=self.device)
         top_ps = torch.tensor([r.top_p for r in requests], dtype=torch.float32, device=self.device)
         next_pos = torch.tensor([len(r.token_ids) for r in requests], dtype=torch.long)
@@ -255,6 +293,24 @@ class HFEngine:
         rows = list(range(len(requests)))  # batch row -> request index
         finished = [False] * len(rows)
         while True:
+            joining = list(admit()) if admit is not None and self.stackable else []
+            if joining:
+                self._check(joining)
+                first = len(requests)
+                requests += joining
+                join_cache, join_mask, join_logits, join_prefilled = self._prefill(joining)
+                cache, mask = _stack(cache, mask, join_cache, join_mask)
+                logits = torch.cat([logits, join_logits])
+                rngs += [_stream(r) for r in joining]
+                temperatures = torch.cat([temperatures, temperatures.new_tensor([r.temperature for r in joining])])
+                top_ps = torch.cat([top_ps, top_ps.new_tensor([r.top_p for r in joining])])
+                next_pos = torch.cat([next_pos, torch.tensor([len(r.token_ids) for r in joining], dtype=torch.long)])
+                prefilled += join_prefilled
+                new_ids += [[] for _ in joining]
+                logprobs += [[] for _ in joining]
+                outputs += [None] * len(joining)
+                rows += range(first, len(requests))
+                finished += [False] * len(joining)
             uniforms = torch.tensor([rngs[j].random() for j in rows], dtype=torch.float32, device=self.device)
             tokens, token_logp = sample_tokens(logits, temperatures, top_ps, uniforms)
             tokens_list, logp_list = tokens.tolist(), token_logp.tolist()
