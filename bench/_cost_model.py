@@ -4,8 +4,9 @@ On a GPU, one decode step costs about the same for the whole batch while the bat
 is bound by reading the weights, not by the rows), so a batched call takes
 `prefill + steps x step_s`, where steps is the longest sequence's new tokens. `CostModelEngine`
 really waits that long, step by step, and reports each sequence through `on_finish` at the step
-its own tokens end, as the hf engine does: the rollout loop under test sees the same timing a
-GPU engine would give it, while the CPU stays free for the loop itself and the sandbox.
+its own tokens end, as the hf engine does; with `admit`, requests join the running batch at the
+next step (continuous batching). The rollout loop under test sees the same timing a GPU engine
+would give it, while the CPU stays free for the loop itself and the sandbox.
 
 What it "generates" is scripted by `ScriptedPolicy`: a deterministic (seeded) tool-using answer,
 a few words of reasoning, then a ```python block that sleeps for a long-tailed duration (most
@@ -18,9 +19,7 @@ exercised as with a real model.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import itertools
 import math
 import random
 import re
@@ -28,17 +27,14 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest
 from trainer.models import CharTokenizer
 from trainer.protocols.python_markdown import OUTPUT_MARKER
-from trainer.rollout import RolloutResult, RolloutSettings, _Clock, _trajectory
 
 # The scripted reasoning is made of these words; what matters is its length in tokens.
 _WORDS = ("so", "the", "product", "is", "then", "we", "add", "check", "carry", "digits", "sum", "first", "next")
 _LAST_OUTPUT = re.compile(r"```output\n(.*?)\n```", re.DOTALL)
-_continuous_ids = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -131,6 +127,7 @@ class CostModelEngine:
         self._lock = threading.Lock()
         self.calls = 0
         self.steps = 0
+        self.admitted = 0  # requests that joined a running call
 
     def release(self, cache_key: Hashable) -> None:
         with self._lock:
@@ -162,43 +159,56 @@ class CostModelEngine:
         self,
         requests: Sequence[GenerationRequest],
         on_finish: Callable[[int, GenerationOutput], None] | None = None,
+        admit: Callable[[], Sequence[GenerationRequest]] | None = None,
     ) -> list[GenerationOutput]:
+        """One batched call; with `admit`, requests join the running batch at the next decode step
+        (their prefill added to that step), as vLLM's scheduler admits them."""
         if not requests:
             return []
-        started = time.perf_counter()
-        plans = [self._plan(r) for r in requests]
-        prefilled = [self._prefill_tokens(r) for r in requests]
-        deadline = started + self.cost.prefill_s + self.cost.prefill_token_s * sum(prefilled)
-        outputs: list[GenerationOutput | None] = [None] * len(requests)
-        # Rows in order of their length: at step k every row of length k finishes.
-        order = sorted(range(len(requests)), key=lambda i: len(plans[i][0]))
-        done = 0
-        step = 0
+        deadline = time.perf_counter()
+        rows: list[_Row] = []
+        outputs: list[GenerationOutput | None] = []
         self.calls += 1
-        while done < len(order):
-            deadline += self.cost.step_cost(len(order) - done)
-            step += 1
+
+        def join(new: Sequence[GenerationRequest]) -> None:
+            nonlocal deadline
+            prefilled = [self._prefill_tokens(r) for r in new]
+            deadline += self.cost.prefill_s + self.cost.prefill_token_s * sum(prefilled)
+            for request, tokens in zip(new, prefilled, strict=True):
+                rows.append(_Row(len(outputs), request, *self._plan(request), tokens))
+                outputs.append(None)
+
+        join(requests)
+        while rows:
+            joining = list(admit()) if admit is not None else []
+            if joining:
+                join(joining)
+                self.admitted += len(joining)
+            deadline += self.cost.step_cost(len(rows))
+            self.steps += 1
             _sleep_until(deadline)
-            while done < len(order) and len(plans[order[done]][0]) <= step:
-                i = order[done]
-                ids, reason, stop = plans[i]
-                request = requests[i]
-                if request.cache_key is not None:
+            alive = []
+            for row in rows:
+                row.emitted += 1
+                if row.emitted < len(row.ids):
+                    alive.append(row)
+                    continue
+                if row.request.cache_key is not None:
                     with self._lock:
                         # Everything fed so far: the context and all sampled tokens but the last.
-                        self._kept[request.cache_key] = len(request.token_ids) + len(ids) - 1
-                outputs[i] = GenerationOutput(
-                    new_token_ids=ids,
-                    text=self.tokenizer.decode(ids, skip_special_tokens=True),
-                    logprobs=[self.logprob] * len(ids),
-                    finish_reason=reason,
-                    stop_string=stop,
-                    prefill_tokens=prefilled[i],
+                        self._kept[row.request.cache_key] = len(row.request.token_ids) + len(row.ids) - 1
+                output = GenerationOutput(
+                    new_token_ids=row.ids,
+                    text=self.tokenizer.decode(row.ids, skip_special_tokens=True),
+                    logprobs=[self.logprob] * len(row.ids),
+                    finish_reason=row.reason,
+                    stop_string=row.stop,
+                    prefill_tokens=row.prefill_tokens,
                 )
+                outputs[row.index] = output
                 if on_finish is not None:
-                    on_finish(i, outputs[i])
-                done += 1
-        self.steps += step
+                    on_finish(row.index, output)
+            rows = alive
         return [o for o in outputs if o is not None]
 
 
@@ -211,115 +221,12 @@ def _sleep_until(deadline: float) -> None:
 
 @dataclass
 class _Row:
+    """A request in the running batch: what it will emit and how much of it has been emitted."""
+
+    index: int
     request: GenerationRequest
     ids: list[int]
     reason: FinishReason
     stop: str | None
     prefill_tokens: int
-    future: asyncio.Future[GenerationOutput]
     emitted: int = 0
-
-
-class ContinuousCostModelEngine(CostModelEngine):
-    """The same cost model and policy with continuous batching, as vLLM's scheduler does it: a
-    request joins the running batch at the next decode step (its prefill added to that step)
-    instead of waiting for the call in progress to finish.
-
-    The Engine protocol's `generate` cannot do this (a call's batch is fixed), so trainer.rollout's
-    batcher cannot use it; `continuous_rollout` drives it with trainer.rollout's own per-trajectory
-    code, to measure what continuous admission would add to the asynchronous loop.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._rows: list[_Row] = []
-        self._joining: list[_Row] = []
-        self._stepper: asyncio.Task[None] | None = None
-        self.busy_s = 0.0
-        self.batch_sizes: list[int] = []
-
-    async def agenerate(self, request: GenerationRequest) -> GenerationOutput:
-        ids, reason, stop = self._plan(request)
-        future: asyncio.Future[GenerationOutput] = asyncio.get_running_loop().create_future()
-        self._joining.append(_Row(request, ids, reason, stop, self._prefill_tokens(request), future))
-        if self._stepper is None or self._stepper.done():
-            self._stepper = asyncio.create_task(self._run())
-        return await future
-
-    async def _run(self) -> None:
-        started = deadline = time.perf_counter()
-        while self._rows or self._joining:
-            # One pass of the event loop lets every trajectory that is ready now join this step.
-            await asyncio.sleep(0)
-            if self._joining:
-                joining, self._joining = self._joining, []
-                deadline += self.cost.prefill_s + self.cost.prefill_token_s * sum(r.prefill_tokens for r in joining)
-                self._rows += joining
-                self.batch_sizes.append(len(self._rows))
-            deadline += self.cost.step_cost(len(self._rows))
-            self.steps += 1
-            await asyncio.sleep(max(0.0, deadline - time.perf_counter()))
-            alive = []
-            for row in self._rows:
-                row.emitted += 1
-                if row.emitted < len(row.ids):
-                    alive.append(row)
-                    continue
-                if row.request.cache_key is not None:
-                    with self._lock:
-                        self._kept[row.request.cache_key] = len(row.request.token_ids) + len(row.ids) - 1
-                row.future.set_result(
-                    GenerationOutput(
-                        new_token_ids=row.ids,
-                        text=self.tokenizer.decode(row.ids, skip_special_tokens=True),
-                        logprobs=[self.logprob] * len(row.ids),
-                        finish_reason=row.reason,
-                        stop_string=row.stop,
-                        prefill_tokens=row.prefill_tokens,
-                    )
-                )
-            self._rows = alive
-        self.busy_s += time.perf_counter() - started
-
-
-class _Admit:
-    """What trainer.rollout's `_trajectory` needs of a batcher: `await generate(request)`."""
-
-    def __init__(self, engine: ContinuousCostModelEngine) -> None:
-        self.engine = engine
-
-    async def generate(self, request: GenerationRequest) -> GenerationOutput:
-        return await self.engine.agenerate(request)
-
-
-async def continuous_rollout(
-    engine: ContinuousCostModelEngine,
-    prompts: Sequence[Sequence[int]],
-    settings: RolloutSettings,
-    *,
-    seed: int | None = None,
-) -> RolloutResult:
-    """trainer.rollout's asynchronous loop (its `_trajectory` per prompt, same seeds) with each
-    request admitted into the running batch instead of queued for the engine's next call."""
-    rollout_id = next(_continuous_ids)
-    clock = _Clock()
-    busy_before, batches_before = engine.busy_s, len(engine.batch_sizes)
-    admit = _Admit(engine)
-    tasks = [
-        asyncio.create_task(
-            _trajectory(i, list(p), engine, admit, clock, settings, seed, ("continuous", rollout_id, i))  # type: ignore[arg-type]
-        )
-        for i, p in enumerate(prompts)
-    ]
-    try:
-        trajectories = await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
-    return RolloutResult(
-        trajectories=list(trajectories),
-        wall_s=clock.now(),
-        gen_s=engine.busy_s - busy_before,
-        tool_s=clock.tool_s,
-        batch_sizes=engine.batch_sizes[batches_before:],
-    )

@@ -1,10 +1,13 @@
 """Benchmark: the asynchronous multi-turn rollout against a synchronous batch loop, same prompts.
 
-The asynchronous loop is trainer.rollout's `arollout` (each trajectory advances on its own; the
-engine batches whichever trajectories are ready; a tool call starts the moment its sequence
-stops). The baseline, bench/_sync_rollout.py, is ToRL's and verl's loop: generate for every active
-trajectory and wait for the whole batch, run every tool call and wait for the last one, next turn.
-Both run the real sandbox (`sandbox.arun`) and the same per-trajectory code, with the same seeds.
+The asynchronous loop is trainer.rollout's `arollout` (each trajectory advances on its own; a
+tool call starts the moment its sequence stops, and when it returns the trajectory's next turn
+joins the running engine call at its next decode step: continuous batching). `async-calls` is the
+same loop with continuous batching off: a ready turn waits for the engine call in progress, then
+takes the next one with whatever else is pending. The baseline, bench/_sync_rollout.py, is ToRL's
+and verl's loop: generate for every active trajectory and wait for the whole batch, run every tool
+call and wait for the last one, next turn. All run the real sandbox (`sandbox.arun`) and the same
+per-trajectory code, with the same seeds.
 
 Two cases:
 
@@ -13,11 +16,6 @@ Two cases:
 - `cost`: CostModelEngine (bench/_cost_model.py), whose calls take a GPU-like time (a fixed cost
   per decode step for the whole batch), with a scripted policy making 1-3 tool calls of long-tailed
   latency per trajectory.
-
-The cost case also runs a third loop, `continuous`: the same per-trajectory code on
-ContinuousCostModelEngine, where a request joins the running batch at the next decode step (as
-vLLM schedules) instead of waiting for the engine call in progress; it measures what continuous
-admission would add to the asynchronous loop, which the Engine protocol cannot express today.
 
 Each case runs `--repeats` times, rotating which loop goes first; the table gives medians, the
 ratio of the sync median to each loop's, and the generation / tool time of each loop. The work
@@ -35,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import statistics
 import sys
@@ -46,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sandbox  # noqa: E402 - after the path set-up above
-from bench._cost_model import ContinuousCostModelEngine, CostModel, ScriptedPolicy, continuous_rollout  # noqa: E402
+from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy  # noqa: E402
 from bench._sync_rollout import sync_rollout  # noqa: E402
 from trainer.config import TINY_MODEL  # noqa: E402
 from trainer.data import load_dataset  # noqa: E402
@@ -98,6 +97,10 @@ def arithmetic_prompts(tokenizer: Tokenizer, count: int, group_size: int, *, see
     return prompts
 
 
+# The baseline first: every other loop is compared with it.
+LOOPS = ("sync", "async-calls", "async")
+
+
 def hf_case(model_cache: Path, *, prompts: int, group_size: int, seed: int) -> Case:
     from trainer.engines.hf import HFEngine
     from trainer.models import load_policy
@@ -110,21 +113,26 @@ def hf_case(model_cache: Path, *, prompts: int, group_size: int, seed: int) -> C
         engine=engine,
         prompts=arithmetic_prompts(tokenizer, prompts, group_size, seed=seed),
         settings=RolloutSettings.from_config(preset_config("quickstart")),
-        loops=("sync", "async"),
+        loops=LOOPS,
         exact=False,
         warm_up=True,
     )
 
 
 def cost_case(trajectories: int, cost: CostModel, policy: ScriptedPolicy, *, seed: int) -> Case:
-    engine = ContinuousCostModelEngine(cost, policy)
+    engine = CostModelEngine(cost, policy)
     return Case(
         name=f"cost model {cost.step_s * 1000:g} ms/step, {trajectories} traj"
-        + (f", {policy.long_think_fraction:g} long turns" if policy.long_think_fraction else ""),
+        + (
+            f", {policy.long_think_fraction:g} long turns of {policy.long_think_min}-{policy.long_think_max}"
+            if policy.long_think_fraction
+            else ""
+        )
+        + (f", up to {policy.max_calls} calls" if policy.max_calls != ScriptedPolicy.max_calls else ""),
         engine=engine,
         prompts=arithmetic_prompts(engine.tokenizer, trajectories, 1, seed=seed),
         settings=RolloutSettings(protocol="python_markdown", max_tool_calls=policy.max_calls, max_response_tokens=4096),
-        loops=("sync", "async", "continuous"),
+        loops=LOOPS,
         exact=True,
     )
 
@@ -135,8 +143,8 @@ def run_loop(loop: str, case: Case, seed: int) -> RolloutResult:
     elif loop == "async":
         coroutine = arollout(case.engine, case.prompts, case.settings, seed=seed)
     else:
-        assert isinstance(case.engine, ContinuousCostModelEngine)
-        coroutine = continuous_rollout(case.engine, case.prompts, case.settings, seed=seed)
+        settings = dataclasses.replace(case.settings, continuous_batching=False)
+        coroutine = arollout(case.engine, case.prompts, settings, seed=seed)
     result = asyncio.run(coroutine)
     clear = getattr(case.engine, "clear_cache", None)
     if clear is not None:
@@ -252,7 +260,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--long-think-fraction",
         type=float,
         default=0.0,
-        help="cost case: share of turns that reason at length (300-600 tokens instead of 20-120)",
+        help="cost case: share of turns that reason at length (--long-think tokens instead of 20-120)",
+    )
+    parser.add_argument(
+        "--long-think",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        default=(300, 600),
+        help="cost case: tokens of a long turn (default 300 600)",
+    )
+    parser.add_argument(
+        "--max-calls", type=int, default=3, help="cost case: tool calls a trajectory makes at most (1 to this)"
     )
     parser.add_argument(
         "--sandbox-workers",
@@ -291,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 slow_min_s=args.slow_s[0],
                 slow_max_s=args.slow_s[1],
                 long_think_fraction=args.long_think_fraction,
+                long_think_min=args.long_think[0],
+                long_think_max=args.long_think[1],
+                max_calls=args.max_calls,
             )
             cases.append(cost_case(args.trajectories, CostModel(step_s=args.step_ms / 1000), policy, seed=args.seed))
         print(f"# {cases[-1].name}: ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)

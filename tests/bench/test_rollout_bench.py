@@ -2,13 +2,14 @@
 does the same work as the asynchronous loop, and the benchmark runs end to end."""
 
 import asyncio
+import dataclasses
 import re
 import time
 
 import pytest
 
 from bench import rollout as bench_rollout
-from bench._cost_model import ContinuousCostModelEngine, CostModel, CostModelEngine, ScriptedPolicy, continuous_rollout
+from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy
 from bench._sync_rollout import sync_rollout
 from trainer.engines import GenerationOutput, GenerationRequest
 from trainer.protocols import get_protocol
@@ -79,41 +80,44 @@ def test_scripted_policy_calls_the_tool_then_answers_with_the_last_output() -> N
     assert answer.text.endswith("The answer is \\boxed{4321}.")
 
 
-def test_continuous_engine_admits_a_request_into_the_running_batch() -> None:
-    engine = ContinuousCostModelEngine(CostModel(step_s=0.01, prefill_s=0.0, prefill_token_s=0.0))
+def test_a_request_admitted_mid_call_ends_its_own_length_after_joining() -> None:
+    engine = CostModelEngine(CostModel(step_s=0.01, prefill_s=0.0, prefill_token_s=0.0))
     # Seeds 0 and 2: a 183-token and a 93-token generation.
     first, _, second = _requests(engine, 3)
     lengths = [len(o.new_token_ids) for o in CostModelEngine(CostModel(step_s=0.0)).generate([first, second])]
+    started = time.perf_counter()
+    joined_at: list[float] = []
+    finished_at: dict[int, float] = {}
 
-    async def both() -> tuple[float, float, float]:
-        started = time.perf_counter()
-        long_task = asyncio.create_task(engine.agenerate(first))
-        await asyncio.sleep(0.1)
-        joined = time.perf_counter() - started
-        await engine.agenerate(second)
-        second_done = time.perf_counter() - started
-        await long_task
-        return joined, second_done, time.perf_counter() - started
+    def admit() -> list[GenerationRequest]:
+        if not joined_at and time.perf_counter() - started >= 0.1:
+            joined_at.append(time.perf_counter() - started)
+            return [second]
+        return []
 
-    joined, second_done, first_done = asyncio.run(both())
-    # The second request does not wait for the first one's batch: it ends its own length after joining.
-    assert joined + lengths[1] * 0.01 <= second_done <= joined + lengths[1] * 0.01 + SLACK_S
-    assert second_done < first_done
-    assert lengths[0] * 0.01 <= first_done <= lengths[0] * 0.01 + SLACK_S
+    outputs = engine.generate([first], lambda i, _: finished_at.setdefault(i, time.perf_counter() - started), admit)
+    assert [len(o.new_token_ids) for o in outputs] == lengths
+    (joined,) = joined_at
+    # The joiner does not wait for the running call: it ends its own length after joining, first.
+    assert joined + lengths[1] * 0.01 <= finished_at[1] <= joined + lengths[1] * 0.01 + SLACK_S
+    assert finished_at[1] < finished_at[0]
+    assert lengths[0] * 0.01 <= finished_at[0] <= lengths[0] * 0.01 + SLACK_S
+    assert (engine.calls, engine.admitted) == (1, 1)
 
 
-def test_sync_async_and_continuous_loops_make_the_same_calls_and_answers() -> None:
+def test_sync_and_async_loops_make_the_same_calls_and_answers() -> None:
     policy = ScriptedPolicy(slow_fraction=0.3, slow_min_s=0.05, slow_max_s=0.1)
-    engine = ContinuousCostModelEngine(CostModel(step_s=0.0005), policy)
+    engine = CostModelEngine(CostModel(step_s=0.0005), policy)
     tokenizer = engine.tokenizer
     prompts = [tokenizer.encode(f"user: what is {i} * 13?\nassistant: ", add_special_tokens=False) for i in range(6)]
     settings = RolloutSettings(protocol="python_markdown", max_tool_calls=3, max_response_tokens=1024)
     asynchronous = asyncio.run(arollout(engine, prompts, settings, seed=3))
     synchronous = asyncio.run(sync_rollout(engine, prompts, settings, seed=3))
-    continuous = asyncio.run(continuous_rollout(engine, prompts, settings, seed=3))
+    whole_calls = dataclasses.replace(settings, continuous_batching=False)
+    whole = asyncio.run(arollout(engine, prompts, whole_calls, seed=3))
     protocol = get_protocol("python_markdown")
     calls_per_trajectory = []
-    for a, s, c in zip(asynchronous.trajectories, synchronous.trajectories, continuous.trajectories, strict=True):
+    for a, s, c in zip(asynchronous.trajectories, synchronous.trajectories, whole.trajectories, strict=True):
         assert (c.completion.text, c.response_ids, c.loss_mask) == (s.completion.text, s.response_ids, s.loss_mask)
         assert [e.call for e in a.completion.executions] == [e.call for e in s.completion.executions]
         assert [e.output for e in a.completion.executions] == [e.output for e in s.completion.executions]
