@@ -152,20 +152,33 @@ def token_logprobs(
     attention_mask: torch.Tensor,
     *,
     temperature: float = 1.0,
+    scored_from: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probability of each given token under `model`, and the entropy of the distribution it was
     drawn from, both [B, T] and aligned with `input_ids`: column t scores token t given tokens < t.
-    Column 0 has no prefix and is 0; it is a prompt token, masked anyway.
+    Columns before `scored_from` (at least column 0, which has no prefix) are not scored and are 0.
 
     Logits are divided by the sampling temperature, so the ratio compares the distributions the
     tokens were really sampled from. Position ids follow the attention mask, as in `generate`, so
     left-padded batches score exactly like the rollout that produced them.
+
+    `scored_from`: the first column whose token is trained (the responses' first column when
+    prompts are left-padded to a common length). The output layer then runs on the response
+    positions only: over a large vocabulary (49,152 for SmolLM2) it is a large share of a small
+    model's forward and backward pass, and prompt tokens are never trained.
     """
+    scored_from = max(1, scored_from)
+    width = input_ids.shape[1]
     position_ids = (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids).logits
+    logits = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        logits_to_keep=width - scored_from + 1,  # positions scored_from-1 .. T-1
+    ).logits
     logits = logits[:, :-1].float() / temperature
     log_norm = torch.logsumexp(logits, dim=-1)
-    chosen = logits.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1) - log_norm
+    chosen = logits.gather(-1, input_ids[:, scored_from:].unsqueeze(-1)).squeeze(-1) - log_norm
     entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)
-    pad = chosen.new_zeros((input_ids.shape[0], 1))
+    pad = chosen.new_zeros((input_ids.shape[0], scored_from))
     return torch.cat([pad, chosen], dim=1), torch.cat([pad, entropy], dim=1)

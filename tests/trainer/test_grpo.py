@@ -170,3 +170,16 @@ def test_token_logprobs_match_log_softmax_and_ignore_left_padding() -> None:
 
     hot, _ = token_logprobs(model, input_ids, torch.ones_like(input_ids), temperature=2.0)
     assert not torch.allclose(hot, logprobs)
+
+
+def test_token_logprobs_scored_from_a_column_equal_the_full_scoring_there_and_zero_before() -> None:
+    model, tokenizer = build_tiny_model(seed=0)
+    ids = tokenizer.encode("What is 7 * 8? \\boxed{56}")
+    input_ids = torch.tensor([ids, ids[::-1]])
+    attention = torch.ones_like(input_ids)
+    full, full_entropy = token_logprobs(model, input_ids, attention)
+    part, part_entropy = token_logprobs(model, input_ids, attention, scored_from=10)
+    assert part.shape == full.shape
+    assert (part[:, :10] == 0).all() and (part_entropy[:, :10] == 0).all()
+    torch.testing.assert_close(part[:, 10:], full[:, 10:], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(part_entropy[:, 10:], full_entropy[:, 10:], rtol=1e-4, atol=1e-5)
