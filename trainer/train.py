@@ -251,22 +251,27 @@ class Trainer:
 
     # -- update ---------------------------------------------------------------------------------
 
-    def _batch(self, items: list[tuple[Trajectory, float]]) -> dict[str, torch.Tensor]:
-        width = max(len(t.prompt_ids) + len(t.response_ids) for t, _ in items)
+    def _batch(self, items: list[tuple[Trajectory, float]]) -> dict[str, Any]:
+        """Rows [left pad | prompt | response | right pad]: every response starts at the same
+        column, `scored_from`, so the output layer runs on the response columns only."""
+        prompt_width = max(len(t.prompt_ids) for t, _ in items)
+        width = prompt_width + max(len(t.response_ids) for t, _ in items)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids, attention, mask, advantages = [], [], [], []
         for trajectory, advantage in items:
-            row = trajectory.prompt_ids + trajectory.response_ids
-            fill = width - len(row)
-            ids.append(row + [pad] * fill)
-            attention.append([1] * len(row) + [0] * fill)
-            mask.append([0] * len(trajectory.prompt_ids) + list(trajectory.loss_mask) + [0] * fill)
+            lead = prompt_width - len(trajectory.prompt_ids)
+            fill = width - prompt_width - len(trajectory.response_ids)
+            ids.append([pad] * lead + trajectory.prompt_ids + trajectory.response_ids + [pad] * fill)
+            real = len(trajectory.prompt_ids) + len(trajectory.response_ids)
+            attention.append([0] * lead + [1] * real + [0] * fill)
+            mask.append([0] * prompt_width + list(trajectory.loss_mask) + [0] * fill)
             advantages.append(advantage)
         return {
             "input_ids": torch.tensor(ids),
             "attention_mask": torch.tensor(attention),
             "mask": torch.tensor(mask, dtype=torch.float32),
             "advantages": torch.tensor(advantages, dtype=torch.float32),
+            "scored_from": prompt_width,
         }
 
     def update(self, groups: list[Group]) -> dict[str, float]:
@@ -279,17 +284,23 @@ class Trainer:
             for trajectory, advantage in zip(group.trajectories, group_adv.tolist(), strict=True)
         ]
         batches = [self._batch(items[i : i + MICRO_BATCH]) for i in range(0, len(items), MICRO_BATCH)]
+
+        def logprobs_of(model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+            return token_logprobs(
+                model,
+                batch["input_ids"],
+                batch["attention_mask"],
+                temperature=temperature,
+                scored_from=batch["scored_from"],
+            )
+
         # The sampling policy's log-probs, recomputed with the training forward pass so the ratio
         # starts at exactly 1 (the engine's top-p truncation is not part of the trained distribution).
         with torch.no_grad():
             for batch in batches:
-                batch["old_logprobs"], _ = token_logprobs(
-                    self.model, batch["input_ids"], batch["attention_mask"], temperature=temperature
-                )
+                batch["old_logprobs"], _ = logprobs_of(self.model, batch)
                 if self.ref_model is not None:
-                    batch["ref_logprobs"], _ = token_logprobs(
-                        self.ref_model, batch["input_ids"], batch["attention_mask"], temperature=temperature
-                    )
+                    batch["ref_logprobs"], _ = logprobs_of(self.ref_model, batch)
         tokens = sum(float(b["mask"].sum()) for b in batches)
         sequences = sum(float((b["mask"].sum(-1) > 0).sum()) for b in batches)
         stats: dict[str, list[float]] = {}
@@ -298,9 +309,7 @@ class Trainer:
         for _ in range(self.config.optim.ppo_epochs):
             self.optimizer.zero_grad(set_to_none=True)
             for batch in batches:
-                logprobs, entropy = token_logprobs(
-                    self.model, batch["input_ids"], batch["attention_mask"], temperature=temperature
-                )
+                logprobs, entropy = logprobs_of(self.model, batch)
                 loss, batch_stats = policy_loss(
                     logprobs,
                     batch["old_logprobs"],
