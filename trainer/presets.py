@@ -31,9 +31,9 @@ _TINY_SFT = {"enabled": True, "epochs": 1, "learning_rate": 3e-3}
 PRESETS: dict[str, dict[str, Any]] = {
     # ToRL reward from the SFT cold start, 128 trajectories per step. The prototype used
     # lr 3e-5; from one of our earlier cold starts that moved tool use only from 0.55 to 0.67 in 20
-    # steps, lr 2e-4 to 0.98. Measured end to end with lr 2e-4 on 2 cores (300 s, cold start
-    # included): accuracy 0.76 -> 0.95 and tool use 0.47 -> 0.95 (easy 0.39 -> 0.95, hard 0.55 ->
-    # 0.96) by step 20, about 2.1 s per step.
+    # steps, lr 2e-4 to 0.98. Measured end to end with lr 2e-4 on 2 idle cores (349 s, cold start
+    # included): accuracy 0.77 -> 0.99 and tool use 0.50 -> 0.97 (easy 0.42 -> 0.96, hard 0.58 ->
+    # 0.98) by step 20, about 3 s per step (README, "The trainer").
     "quickstart": {
         "model": {"name_or_path": TINY_MODEL},
         "data": {"train_dataset": "arithmetic", "val_dataset": "arithmetic"},
@@ -50,8 +50,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # always-code). From an earlier cold start, its lr 1e-4 was too slow (by step 50 easy tool use
     # 0.56 -> 0.26, hard flat); lr 3e-4 found the split but eroded mental arithmetic (easy accuracy
     # 0.85 over steps 40-49; 0.90 with the k3 KL term to the cold start at 0.1, one run each).
-    # Measured with these settings (116 s, cold start cached): tool use on easy 0.39 -> 0.04, on hard
-    # 0.55 -> 0.96, accuracy 0.76 -> 0.97 by step 50.
+    # Measured with these settings from the current cold start (145 s, cold start cached; means of
+    # steps 0-9 -> 40-49): tool use on easy 0.46 -> 0.30, on hard 0.54 -> 0.72, accuracy 0.77 -> 0.86.
+    # The split forms, but more slowly than it did from an earlier cold start (easy 0.04, hard 0.96).
     "quickstart-otc": {
         "model": {"name_or_path": TINY_MODEL},
         "data": {"train_dataset": "arithmetic", "val_dataset": "arithmetic"},
