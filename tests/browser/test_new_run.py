@@ -24,10 +24,10 @@ def test_choosing_the_quickstart_preset_fills_the_form(page, live_server, resear
     assert not page.is_checked("[name='config.sft.enabled']")
     page.select_option("#preset-select", "quickstart")
     assert page.input_value("[name='config.rollout.prompts_per_step']") == "16"
-    assert page.input_value("[name='config.optim.learning_rate']") == "0.00003"
+    assert page.input_value("[name='config.optim.learning_rate']") == "0.0002"
     assert page.input_value("[name='config.data.val_dataset']") == "arithmetic"
     assert page.is_checked("[name='config.sft.enabled']")
-    assert page.input_value("[name='config.sft.epochs']") == "4"
+    assert page.input_value("[name='config.sft.epochs']") == "1"
     assert "learns to call Python" in page.inner_text("#preset-description")
     assert page.url.endswith("/runs/new/?preset=quickstart")
     # Another preset changes the reward and its parameters too.

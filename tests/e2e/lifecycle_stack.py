@@ -23,7 +23,7 @@ import psycopg
 import websockets
 from psycopg import sql
 
-from webapp.devstack.ray_head import free_port, head_command, head_env, jobs_api_ready
+from webapp.devstack.ray_head import CLIENT_ENV, free_port, head_command, head_env, jobs_api_ready
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -109,6 +109,7 @@ class Stack:
             "DATABASE_URL": self.database_url,
             "REDIS_URL": redis_server,
             "RAY_ADDRESS": self.ray_address,
+            **CLIENT_ENV,  # as make run's clients of its embedded head
             "TIRLAB_VAR_DIR": str(self.var_dir),
             "TIRLAB_PORT": str(self.port),
             "TIRLAB_MODEL_CACHE": str(model_cache),

@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from webapp import settings as tirlab_settings
 from webapp.devstack import __doc__ as usage
+from webapp.devstack import ray_head
 from webapp.devstack.processes import DevstackError, EmbeddedPostgres, Interrupted, redis_command, say
 from webapp.devstack.ray_head import start_ray
 from webapp.devstack.supervisor import Supervisor
@@ -118,7 +119,8 @@ def start_services(sup: Supervisor, *, reuse: bool) -> dict[str, str]:
             raise DevstackError(f"the embedded {service.name} failed to start: {exc!r}") from exc
         sup.check()
     sup.publish(urls)
-    return {**env, **urls}
+    extra = ray_head.CLIENT_ENV if "RAY_ADDRESS" in urls else {}
+    return {**env, **urls, **extra}
 
 
 def base_url() -> str:

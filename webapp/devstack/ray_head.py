@@ -16,6 +16,12 @@ from pathlib import Path
 
 from webapp.devstack.processes import DevstackError, say
 
+# The embedded head, its clients (web, worker) and its jobs run without Ray's token authentication.
+# Ray enables it for a head whenever ~/.ray/auth_token exists, which any local `ray.init()` creates
+# (a trainer's Ray rollout backend, say); our readiness probe and job clients would then be refused.
+# Every port of this head listens on 127.0.0.1 only. A cluster given by RAY_ADDRESS keeps its own.
+CLIENT_ENV = {"RAY_AUTH_MODE": "disabled"}
+
 # Variables a Ray job may see; everything else (database, broker, secrets) stays with the web stack.
 _PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TIRLAB_VAR_DIR", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
@@ -79,6 +85,7 @@ def head_command(var_dir: Path, num_cpus: int) -> tuple[list[str], str]:
 def head_env(environ: dict[str, str]) -> dict[str, str]:
     env = {key: environ[key] for key in _PASSED_ENV if key in environ}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env.update(CLIENT_ENV)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
