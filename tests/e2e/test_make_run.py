@@ -168,7 +168,12 @@ def check_pages(stack: Devstack) -> None:
 
 
 def test_embedded_services_up_and_clean_shutdown(var_dir: Path) -> None:
-    stack = Devstack(var_dir, free_port(), {})
+    # A home where Ray has been used before: any local ray.init() leaves ~/.ray/auth_token, which
+    # turns token authentication on for every later `ray start` (make run once never came up then).
+    home = var_dir.parent / "home"
+    (home / ".ray").mkdir(parents=True, exist_ok=True)
+    (home / ".ray" / "auth_token").write_text("a" * 64)
+    stack = Devstack(var_dir, free_port(), {"HOME": str(home)})
     try:
         stack.wait_healthy()
         check_pages(stack)
