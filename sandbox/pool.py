@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from sandbox._zygote import FRAME
+from sandbox._zygote import ALLOCATOR_ENV, FRAME
 from sandbox.result import Result
 
 log = logging.getLogger(__name__)
@@ -48,17 +48,18 @@ _ZYGOTE_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
-    # Python objects on glibc's heap, which glibc backs with transparent huge pages: a fork then
-    # copies a few hundred page-table entries instead of ~16,000, roughly halving fork + exit cost.
-    "PYTHONMALLOC": "malloc",
-    "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
+    **ALLOCATOR_ENV,
 }
 # Snippets naming one of these are forked from a zygote that has numpy and sympy imported; the rest
 # from a light one (standard library only), whose much smaller forks are several times cheaper. A
 # snippet that reaches numpy without naming it still works on the light one: it imports it itself.
 _HEAVY_NAMES = re.compile(r"\b(?:numpy|sympy|mpmath)\b")
-# No -E: the environment is ours (scrubbed above) and PYTHONMALLOC in it matters.
-_BOOTSTRAP = f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); from sandbox._zygote import main; main()"
+# No -E: the environment is ours (scrubbed above) and PYTHONMALLOC in it matters. The zygote
+# module is imported on its own, not as part of this package: `import sandbox` would bring this
+# module's asyncio, subprocess, logging and threading into every zygote, and each fork then copies
+# (and each child re-initialises) all of that.
+_BOOTSTRAP = (f"import sys; sys.path.insert(0, {os.path.join(_PACKAGE_PARENT, 'sandbox')!r}); import _zygote; "
+              "del sys.path[0]; _zygote.main()")
 
 
 def default_workers() -> int:
@@ -208,7 +209,7 @@ class SandboxPool:
 
     def __init__(self, size: int | None = None, *, zygotes: int | None = None, output_limit: int = DEFAULT_OUTPUT_LIMIT,
                  file_size_mb: int = 64, open_files: int = 256, processes: int = 64, tmpfs_mb: int = 1024,
-                 spares: int = 2) -> None:
+                 spares: int = 8) -> None:
         self.size = max(1, size if size is not None else default_workers())
         # One zygote of each kind per core: forks and result handling spread over the cores.
         n = max(1, min(self.size, zygotes if zygotes is not None else (os.cpu_count() or 1)))

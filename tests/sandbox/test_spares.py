@@ -31,3 +31,18 @@ def test_without_spares_each_request_forks_on_demand():
         result = p.run("print(input())", stdin="x\n", files={"a.txt": b"y"}, timeout_s=5)
         assert (result.status, result.stdout) == ("ok", "x\n"), result
         assert p.run("while True: pass", timeout_s=0.3).status == "timeout"
+
+
+def test_a_plain_snippet_forks_from_a_lean_zygote(pool):
+    # What the light zygote holds, every fork copies and every child re-initialises: the sandbox
+    # package's own imports (asyncio, subprocess, logging, threading and its at-fork hook) stay out.
+    result = pool.run("import sys; print(sorted({'asyncio', 'logging', 'subprocess', 'threading', 'sandbox'}"
+                      " & set(sys.modules)))")
+    assert (result.status, result.stdout) == ("ok", "[]\n"), result
+
+
+def test_spares_are_forked_in_batches_and_each_still_serves_one_snippet():
+    with SandboxPool(size=2, zygotes=1, spares=6) as p:
+        results = [p.run("import os; print(os.getpid(), os.getcwd())") for _ in range(20)]
+    assert all(r.status == "ok" for r in results), results
+    assert len({r.stdout for r in results}) == 20
