@@ -96,3 +96,9 @@ clean-var:
 		if [ "$$answer" != yes ]; then echo "Not deleted (run 'make clean-var CONFIRM=yes' to skip the question)."; exit 1; fi; \
 	fi
 	rm -rf $(VAR_DIR)
+
+# The GPU extra (vLLM) on top of the runtime requirements; only for machines with a CUDA GPU.
+.PHONY: gpu-deps
+gpu-deps: $(PY)
+	$(PY) -m pip install -r requirements.txt -r requirements-gpu.txt
+	$(PY) -m pip install --no-deps -r requirements-nodeps.txt

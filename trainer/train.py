@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib.util
 import math
 import random
 import time
@@ -30,7 +31,7 @@ from trainer.data import Example, load_dataset
 from trainer.engines.hf import HFEngine
 from trainer.grpo import group_advantages, policy_loss, token_logprobs
 from trainer.metrics import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
-from trainer.models import TINY_PROMPT_TEMPLATE, load_policy
+from trainer.models import SMOLLM2_MODEL, TINY_PROMPT_TEMPLATE, CharTokenizer, load_policy
 from trainer.prompts import apply_template
 from trainer.protocols import get_protocol
 from trainer.rewards import RewardState, score_group
@@ -103,6 +104,27 @@ def _scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def check_vllm_available(config: RunConfig) -> None:
+    """Engine 'vllm' needs the vllm package (requirements-gpu.txt) and a CUDA GPU; say which is missing."""
+    missing = []
+    if importlib.util.find_spec("vllm") is None:
+        missing.append("the vllm package is not installed (make gpu-deps)")
+    if not torch.cuda.is_available():
+        missing.append("no CUDA GPU is visible")
+    if missing:
+        raise ValueError(
+            "engine 'vllm' is not available here: the vLLM engine needs a GPU machine and requirements-gpu.txt, and "
+            + " and ".join(missing)
+            + "; use engine 'hf'"
+        )
+    if config.model.name_or_path == TINY_MODEL:
+        raise ValueError(
+            f"engine 'vllm' cannot load {TINY_MODEL}: vLLM does not know its character tokenizer; use engine 'hf'"
+        )
+    if config.rollout.backend != "local":
+        raise ValueError("engine 'vllm' runs in the trainer's process; use rollout.backend 'local'")
+
+
 class Trainer:
     """Holds the policy, optimizer, data and reward state of one run."""
 
@@ -115,21 +137,23 @@ class Trainer:
         model_cache: Path,
         log: Callable[[str], None] = print,
     ) -> None:
-        if config.engine != "hf":
-            raise ValueError(
-                f"engine '{config.engine}' is not available in this build; use engine 'hf' "
-                "(the vLLM engine needs a GPU machine and requirements-gpu.txt)"
-            )
+        if config.engine == "vllm":
+            check_vllm_available(config)
         self.config, self.reporter, self.out_dir, self.log = config, reporter, out_dir, log
         _seed_everything(config.seed)
         self.model, self.tokenizer = load_policy(
             config.model.name_or_path, dtype=config.model.dtype, cache_dir=model_cache, log=log
         )
+        # Engine 'vllm' takes its share of the GPU first; the policy (and its reference copy) then
+        # train on the same GPU, and every update is pushed into the engine (sync_weights).
+        vllm_engine = self._vllm_engine(out_dir) if config.engine == "vllm" else None
+        if vllm_engine is not None:
+            self.model.to("cuda")
         # The reference model exists only when the KL term does (k3 estimator in trainer.grpo).
         self.ref_model = copy.deepcopy(self.model).eval() if config.grpo.kl_coef > 0 else None
         # One intra-op thread: the tiny model's small matmuls run slower with two on two cores.
         threads = 1 if config.model.name_or_path == TINY_MODEL else None
-        self.engine = HFEngine(self.model, self.tokenizer, num_threads=threads)
+        self.engine = vllm_engine or HFEngine(self.model, self.tokenizer, num_threads=threads)
         self.settings = RolloutSettings.from_config(config)
         self.protocol = get_protocol(config.tools.protocol)
         self.template = config.data.prompt_template or (
@@ -158,6 +182,30 @@ class Trainer:
                 num_threads=threads,
                 log=log,
             )
+
+    def _vllm_engine(self, out_dir: Path):
+        """The colocated vLLM engine, loaded from the policy's own files and then given its weights."""
+        from trainer.engines.vllm import VLLMEngine
+
+        config = self.config
+        if isinstance(self.tokenizer, CharTokenizer):
+            raise ValueError("engine 'vllm' cannot use a CharTokenizer model: vLLM does not know it; use engine 'hf'")
+        source = config.model.name_or_path
+        if source == SMOLLM2_MODEL:
+            # vLLM reads a transformers directory: the policy as loaded (from its GGUF) is saved as one.
+            path = out_dir / "vllm-model"
+            self.model.save_pretrained(path)
+            self.tokenizer.save_pretrained(path)
+            source = str(path)
+        engine = VLLMEngine(
+            source,
+            self.tokenizer,
+            dtype=config.model.dtype,
+            max_model_len=config.data.max_prompt_tokens + config.data.max_response_tokens,
+            seed=config.seed,
+        )
+        engine.load_weights(self.model.state_dict().items())
+        return engine
 
     # -- data -----------------------------------------------------------------------------------
 
@@ -284,6 +332,11 @@ class Trainer:
             for trajectory, advantage in zip(group.trajectories, group_adv.tolist(), strict=True)
         ]
         batches = [self._batch(items[i : i + MICRO_BATCH]) for i in range(0, len(items), MICRO_BATCH)]
+        device = next(self.model.parameters()).device
+        if device.type != "cpu":
+            # Engine 'vllm': the policy lives on the GPU, the batches are built on the CPU.
+            for batch in batches:
+                batch.update({k: v.to(device) for k, v in batch.items() if isinstance(v, torch.Tensor)})
 
         def logprobs_of(model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
             return token_logprobs(
@@ -354,7 +407,7 @@ class Trainer:
         train_started = time.perf_counter()
         if groups:
             metrics.update(self.update(groups))
-            if self.ray_rollout is not None:
+            if self.ray_rollout is not None or self.config.engine == "vllm":
                 sync_started = time.perf_counter()
                 self.sync_weights()
                 metrics["timing_s/weight_sync"] = time.perf_counter() - sync_started
@@ -403,9 +456,12 @@ class Trainer:
         self.sync_weights()
 
     def sync_weights(self) -> None:
-        """Hand the policy's current weights to the Ray rollout replicas (the local engine shares them)."""
+        """Hand the policy's current weights to the Ray rollout replicas or the vLLM engine (the
+        local hf engine shares them)."""
         if self.ray_rollout is not None:
             self.ray_rollout.load_weights(self.model.state_dict())
+        if self.config.engine == "vllm":
+            self.engine.load_weights(self.model.state_dict().items())
 
     def close(self) -> None:
         """Stop the Ray actors, and the local Ray instance if the run started one."""

@@ -395,6 +395,54 @@ def test_invalid_requests_are_refused_before_the_engine_sees_them():
     assert _run(engine, []) == []
 
 
+# -- the trainer's engine selection ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "has_vllm,has_gpu,says",
+    [
+        (False, False, ["vllm package is not installed", "no CUDA GPU"]),
+        (True, False, ["no CUDA GPU"]),
+        (False, True, ["vllm package is not installed"]),
+    ],
+)
+def test_trainer_says_which_vllm_requirement_is_missing(monkeypatch, has_vllm, has_gpu, says):
+    from trainer import train
+    from trainer.config import RunConfig
+
+    find_spec = train.importlib.util.find_spec
+    monkeypatch.setattr(
+        train.importlib.util,
+        "find_spec",
+        lambda name, *a: (object() if has_vllm else None) if name == "vllm" else find_spec(name, *a),
+    )
+    monkeypatch.setattr(train.torch.cuda, "is_available", lambda: has_gpu)
+    with pytest.raises(ValueError, match="vLLM engine needs a GPU") as caught:
+        train.check_vllm_available(
+            RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": "some/model"}})
+        )
+    for text in says:
+        assert text in str(caught.value)
+    if has_vllm:
+        assert "not installed" not in str(caught.value)
+    if has_gpu:
+        assert "no CUDA GPU" not in str(caught.value)
+
+
+def test_trainer_refuses_vllm_with_the_tiny_model_or_ray_rollouts(monkeypatch):
+    from trainer import train
+    from trainer.config import TINY_MODEL, RunConfig
+
+    monkeypatch.setattr(train.importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
+    with pytest.raises(ValueError, match="character tokenizer"):
+        train.check_vllm_available(RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": TINY_MODEL}}))
+    ray = {"engine": "vllm", "model": {"name_or_path": "some/model"}, "rollout": {"backend": "ray"}}
+    with pytest.raises(ValueError, match="backend 'local'"):
+        train.check_vllm_available(RunConfig.model_validate(ray))
+    train.check_vllm_available(RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": "some/model"}}))
+
+
 # -- end to end, where vllm and a GPU exist -------------------------------------------------------
 
 HAS_VLLM_AND_GPU = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
