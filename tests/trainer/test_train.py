@@ -1,10 +1,12 @@
 """The training loop end to end on CPU: real rollouts, sandbox, rewards and updates."""
 
+import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from trainer.config import validate_config
 from trainer.models import build_tiny_model
@@ -86,6 +88,8 @@ def test_groups_without_signal_are_dropped_when_asked(random_tiny, tmp_path):
     assert "actor/pg_loss" not in values
 
 
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
+                    reason="vllm and a GPU are here: engine 'vllm' is available (tests/trainer/test_vllm_engine.py)")
 def test_vllm_engine_is_refused_clearly_on_this_build(random_tiny, tmp_path):
     with pytest.raises(ValueError, match="vLLM engine needs a GPU"):
         train(small_config(str(random_tiny), engine="vllm"), tmp_path)
