@@ -113,6 +113,9 @@ def test_snippets_naming_numpy_or_sympy_start_with_them_imported(pool):
     # Routed to the full zygote: the name appears in the code, so the modules are already there.
     full = pool.run("import sys; print('numpy' in sys.modules, 'sympy' in sys.modules)")
     assert full.stdout == "True True\n"
+    # numpy loads numpy.random on first use (with secrets and hashlib): warmed in the zygote too.
+    rng = pool.run("import sys; print('numpy.random' in sys.modules, 'secrets' in sys.modules)")
+    assert rng.stdout == "True True\n"
     # Anything else forks from the light zygote (standard library only), which is cheaper per fork.
     light = pool.run("import sys; print(any(m.split('.')[0] in ('num' + 'py', 'sym' + 'py') for m in sys.modules))")
     assert light.stdout == "False\n"
