@@ -7,7 +7,8 @@ no pipes and no bookkeeping at all:
 - one copy-on-write page fault (a forked child writing one page of its parent's memory);
 - fork + exit of a Python process with the light zygote's modules imported;
 - fork + compile and exec of `print(2**10)` + exit (the least a snippet run can cost);
-- one fresh `python -c "print(2**10)"` (the sandbox benchmark's baseline).
+- one fresh `python -c "print(2**10)"` (the sandbox benchmark's baseline);
+- and, for comparison, what one trivial execution costs in tirlab's pool, split by process.
 
 The last line divides the baseline by the fork floor: the largest throughput ratio any
 fork-per-snippet design could reach on trivial snippets here, before it isolates anything.
@@ -101,6 +102,40 @@ def python_c_ms(n: int) -> float:
     return (_cpu() - cpu0) / n * 1e3
 
 
+def pool_cost(n: int = 2000, concurrency: int = 8) -> dict[str, float]:
+    """CPU ms and page faults per trivial execution in the tirlab pool, split by process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from sandbox import SandboxPool
+
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(pid: int) -> list[float]:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        # utime, stime, cutime, cstime (ticks) and minflt, cminflt
+        return [int(x) / tick for x in fields[11:15]] + [int(fields[7]), int(fields[8])]
+
+    with SandboxPool(size=32) as pool, ThreadPoolExecutor(concurrency) as ex:
+        pids = [z.info["pid"] for z in pool._zygotes]
+        list(ex.map(lambda _: pool.run(SNIPPET), range(100)))
+        before = [stat(p) for p in pids]
+        own = os.times()
+        results = list(ex.map(lambda _: pool.run(SNIPPET), range(n)))
+        own_after = os.times()
+        after = [stat(p) for p in pids]
+    if any(r.status != "ok" for r in results):
+        raise RuntimeError(next(r for r in results if r.status != "ok"))
+
+    def delta(i: int) -> float:
+        return sum(a[i] - b[i] for a, b in zip(after, before, strict=True))
+
+    parent = own_after.user + own_after.system - own.user - own.system
+    return {"parent_ms": parent / n * 1e3, "zygotes_ms": (delta(0) + delta(1)) / n * 1e3,
+            "children_ms": (delta(2) + delta(3)) / n * 1e3, "zygote_faults": delta(4) / n,
+            "child_faults": delta(5) / n}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -128,6 +163,8 @@ def main() -> int:
         rows["snippet_faults"].append(faults)
         rows["python_c"].append(python_c_ms(40))
     med = {k: statistics.median(v) for k, v in rows.items()}
+    # Last: it imports the sandbox package (and threading), which the floor above must not have.
+    pool = pool_cost()
     print(f"loadavg(after)={os.getloadavg()[0]:.2f}  (medians of {args.repeats} repeats; CPU time, parent + child)")
     print("| what | median |")
     print("|---|---:|")
@@ -139,6 +176,10 @@ def main() -> int:
     print(f"| fresh `python -c` (baseline) | {med['python_c']:.2f} ms CPU |")
     print(f"| ceiling of a fork-per-snippet sandbox on trivial snippets | x{med['python_c'] / med['snippet']:.1f} "
           "the baseline's throughput |")
+    total = pool["parent_ms"] + pool["zygotes_ms"] + pool["children_ms"]
+    print(f"| tirlab pool, 2,000 trivial snippets at concurrency 8 | {total:.2f} ms CPU per execution: caller "
+          f"{pool['parent_ms']:.2f}, zygotes {pool['zygotes_ms']:.2f} ({pool['zygote_faults']:.0f} faults), "
+          f"children {pool['children_ms']:.2f} ({pool['child_faults']:.0f} faults) |")
     return 0
 
 
