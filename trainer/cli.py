@@ -213,6 +213,10 @@ def _progress_line(result: Any, elapsed_s: float, last_step: int, first_step: in
     )
 
 
+class _StoppedBeforeTraining(BaseException):
+    """SIGTERM arrived while the run was still being set up (BaseException: no handler swallows it)."""
+
+
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -249,8 +253,17 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(_progress_line(result, elapsed_s, last_step, first_step), flush=True)
 
     # Ray stops a job with SIGTERM (SIGKILL after a grace): finish the step, checkpoint, flush, exit.
+    # Before the first step (loading the model, minutes of SFT cold start) there is no step to
+    # finish: it stops at once. The model cache is written atomically, so nothing half-built stays.
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    training = threading.Event()
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        stop.set()
+        if not training.is_set():
+            raise _StoppedBeforeTraining
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     reporter.set_status("running")
     try:
         trainer = run_training(
@@ -263,7 +276,13 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             progress=progress,
             log=log,
             stop_requested=stop.is_set,
+            on_ready=training.set,
         )
+    except _StoppedBeforeTraining:
+        reporter.set_status("cancelled", error="stopped (SIGTERM) before training started")
+        reporter.close()
+        print(f"stopped before training started, results in {out}", flush=True)
+        return 0
     except KeyboardInterrupt:
         reporter.set_status("cancelled", error="interrupted")
         reporter.close()

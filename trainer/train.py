@@ -517,11 +517,13 @@ def run_training(
     progress: Callable[[StepResult, float], None] | None = None,
     log: Callable[[str], None] = print,
     stop_requested: Callable[[], bool] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> Trainer:
     """Train until max_steps (or the config's), reporting every step; returns the trainer.
 
     Stops early, after the step in progress, when the dashboard stops the run or `stop_requested()`
-    says so (SIGTERM, as Ray sends when a job is stopped)."""
+    says so (SIGTERM, as Ray sends when a job is stopped). `on_ready()` is called once the model is
+    loaded (cold start included) and the run resumed, just before the first step."""
     trainer = Trainer(config, reporter=reporter, out_dir=out_dir, model_cache=model_cache, log=log)
     last = max_steps if max_steps is not None else config.schedule.max_steps
     schedule = config.schedule
@@ -529,6 +531,8 @@ def run_training(
         if resume is not None:
             trainer.resume(resume)
             reporter.log(f"resumed from {resume} at step {trainer.step}")
+        if on_ready is not None:
+            on_ready()  # set up: from here a stop request waits for the step in progress
         started = time.perf_counter()
         while trainer.step < last:
             result = trainer.train_step()

@@ -1,0 +1,43 @@
+"""SIGTERM (how Ray stops a job) while the run is still being set up stops it at once."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_sigterm_during_the_cold_start_stops_at_once_and_leaves_no_half_built_model(tmp_path):
+    cache = tmp_path / "models"  # empty: the quickstart model must be cold-started by SFT first
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainer", "run", "--preset", "quickstart", "--out", str(out),
+         "--model-cache", str(cache)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "cold-starting" in line:
+                break
+        assert any("cold-starting" in line for line in lines), "".join(lines)
+        time.sleep(3)  # well into the SFT, which takes minutes
+        proc.send_signal(signal.SIGTERM)
+        stopped_at = time.monotonic()
+        rest, _ = proc.communicate(timeout=60)
+        took = time.monotonic() - stopped_at
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, "".join(lines) + rest
+    # Ray sends SIGKILL 3 s after SIGTERM by default: the run must be gone and reported before then.
+    assert took < 3, took
+    assert "stopped before training started" in rest
+    status = json.loads((out / "status.json").read_text())
+    assert status["status"] == "cancelled" and "SIGTERM" in status["error"], status
+    assert not (out / "metrics.jsonl").exists() or not (out / "metrics.jsonl").read_text().strip()
+    # Only the lock file: no model directory, complete or partial, was written.
+    assert sorted(p.name for p in cache.iterdir()) == [p.name for p in cache.glob("*.lock")]
