@@ -4,6 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.browser._helpers import PASSWORD, USERNAME
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -34,3 +36,9 @@ def page(browser):
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    """The user the browser tests log in as (tests.browser._helpers.log_in)."""
+    return django_user_model.objects.create_user(username=USERNAME, password=PASSWORD)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_dashboard import in_thread
+from tests.browser._helpers import in_thread
 from tests.browser.test_run_page import open_logged_in
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import RunStatus
@@ -14,11 +14,6 @@ from webapp.runs.services import run_create, run_transition
 pytestmark = pytest.mark.django_db(transaction=True)
 
 T0 = 1_780_000_000.0
-
-
-@pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
 
 
 def run_with_metrics(user, name: str, group_size: int, slope: float):

@@ -1,44 +1,22 @@
 """A researcher's first minutes in a real browser: log in, see the dashboard, make an API token."""
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tests.browser._helpers import in_thread, log_in
 from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
 from webapp.runs.services import run_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
-
-
-def in_thread(fn, **kwargs):
-    """Write rows off the main thread: Playwright's event loop runs there, and publishing run
-    events after the commit uses async_to_sync, which refuses a thread with a running loop."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(fn, **kwargs).result()
-
-
-def log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/")
-    assert "/accounts/login/" in page.url
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", "tool-use-2026")
-    page.click("button[type=submit]")
-    # The runs page is the landing page.
-    page.wait_for_url(f"{live_server.url}/runs/")
-
-
 def test_login_shows_runs_builtin_datasets_and_reward_presets(page, live_server, researcher):
     in_thread(builtin_datasets_seed)
     in_thread(builtin_reward_configs_seed)
     in_thread(run_create, user=researcher, name="ToRL · C=1 baseline", config={"rollout": {"group_size": 16}})
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     assert page.locator("table").first.inner_text().count("ToRL · C=1 baseline") == 1
     # A new run offers the built-in datasets and reward presets.
     page.click("text=New run")
@@ -59,7 +37,7 @@ def test_wrong_password_is_refused_on_the_login_page(page, live_server, research
 
 
 def test_api_token_is_shown_once_then_only_its_prefix(page, live_server, researcher):
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     page.click("text=API tokens")
     page.fill("input[name=name]", "cluster")
     page.click("text=Create token")
@@ -74,6 +52,6 @@ def test_api_token_is_shown_once_then_only_its_prefix(page, live_server, researc
 
 def test_untrusted_run_names_render_as_text(page, live_server, researcher):
     in_thread(run_create, user=researcher, name='<img src=x onerror="document.title=1">', config={})
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     assert '<img src=x onerror="document.title=1">' in page.inner_text("table")
     assert page.title() == "Runs · tirlab"

@@ -2,48 +2,21 @@
 and its rows preview as the model will see them."""
 
 import json
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tests.browser._helpers import in_thread, log_in, screenshot
 from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
-
-
 @pytest.fixture(autouse=True)
 def media_root(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT
-
-
-def in_thread(fn, **kwargs):
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(fn, **kwargs).result()
-
-
-def log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/datasets/")
-    assert "/accounts/login/" in page.url
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", "tool-use-2026")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/datasets/")
-
-
-def screenshot(page, name: str) -> None:
-    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / name), full_page=True)
 
 
 def upload(page, live_server, filename: str, content: bytes, name: str = "") -> None:
@@ -76,7 +49,7 @@ NO_ANSWER = TWO_GOOD_LINES + jsonl({"question": "3+3?"})
 def test_malformed_upload_shows_the_error_and_stores_nothing(
     page, live_server, researcher, media_root, content, expected
 ):
-    log_in(page, live_server)
+    log_in(page, live_server, "/datasets/")
     upload(page, live_server, "broken.jsonl", content)
     error = page.locator("#upload-error")
     assert error.is_visible()
@@ -88,7 +61,7 @@ def test_malformed_upload_shows_the_error_and_stores_nothing(
 
 def test_good_upload_is_listed_and_previews_the_rendered_prompt(page, live_server, researcher):
     in_thread(builtin_datasets_seed)
-    log_in(page, live_server)
+    log_in(page, live_server, "/datasets/")
     upload(page, live_server, "toy.jsonl", GOOD, name="toy arithmetic")
     page.wait_for_url(f"{live_server.url}/datasets/*/")
     assert "Uploaded toy arithmetic: 3 rows" in page.inner_text("main")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_dashboard import log_in, researcher  # noqa: F401 — a fixture
+from tests.browser._helpers import log_in
 from trainer.presets import preset_config
 from webapp.runs.models import Run
 
@@ -13,12 +13,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def open_form(page, live_server) -> None:
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     page.click("text=New run")
     page.wait_for_url("**/runs/new/")
 
 
-def test_choosing_the_quickstart_preset_fills_the_form(page, live_server, researcher):  # noqa: F811
+def test_choosing_the_quickstart_preset_fills_the_form(page, live_server, researcher):
     open_form(page, live_server)
     assert page.input_value("[name='config.rollout.prompts_per_step']") == "8"
     assert not page.is_checked("[name='config.sft.enabled']")
@@ -40,7 +40,7 @@ def test_choosing_the_quickstart_preset_fills_the_form(page, live_server, resear
         page.screenshot(path=str(Path(shots) / "new_run.png"), full_page=True)
 
 
-def test_an_invalid_value_is_shown_at_its_field_and_creates_nothing(page, live_server, researcher):  # noqa: F811
+def test_an_invalid_value_is_shown_at_its_field_and_creates_nothing(page, live_server, researcher):
     open_form(page, live_server)
     page.fill("#f-name", "inverted accuracy window")
     page.fill("[name='config.filtering.accuracy_min']", "0.8")
@@ -56,7 +56,7 @@ def test_an_invalid_value_is_shown_at_its_field_and_creates_nothing(page, live_s
     assert Run.objects.count() == 0
 
 
-def test_launching_the_quickstart_creates_a_managed_queued_run_and_opens_it(page, live_server, researcher):  # noqa: F811
+def test_launching_the_quickstart_creates_a_managed_queued_run_and_opens_it(page, live_server, researcher):
     open_form(page, live_server)
     page.select_option("#preset-select", "quickstart")
     page.fill("#f-name", "quickstart from the browser")

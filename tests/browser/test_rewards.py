@@ -1,11 +1,9 @@
 """Reward configs in a real browser: try a reward on a pasted completion, save a config from a preset."""
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
+from tests.browser._helpers import in_thread, log_in, screenshot
 from webapp.core.seed import builtin_reward_configs_seed
 from webapp.rewards.models import RewardConfig
 
@@ -21,32 +19,6 @@ TORL_CORRECT = (
 
 
 @pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
-
-
-def in_thread(fn, **kwargs):
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(fn, **kwargs).result()
-
-
-def log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/rewards/")
-    assert "/accounts/login/" in page.url
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", "tool-use-2026")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/rewards/")
-
-
-def screenshot(page, name: str) -> None:
-    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / name), full_page=True)
-
-
-@pytest.fixture
 def page_without_js(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 800}, java_script_enabled=False)
     page = context.new_page()
@@ -57,7 +29,7 @@ def page_without_js(browser):
 
 def test_try_it_scores_a_correct_torl_completion_without_javascript(page_without_js, live_server, researcher):
     page = page_without_js
-    log_in(page, live_server)
+    log_in(page, live_server, "/rewards/")
     page.goto(f"{live_server.url}/rewards/")
     page.select_option("#reward-choice select[name=reward]", "torl")
     page.click("#reward-choice button[type=submit]")
@@ -83,7 +55,7 @@ def test_try_it_scores_a_correct_torl_completion_without_javascript(page_without
 
 def test_create_a_reward_config_from_a_preset(page, live_server, researcher):
     in_thread(builtin_reward_configs_seed)
-    log_in(page, live_server)
+    log_in(page, live_server, "/rewards/")
     page.goto(f"{live_server.url}/rewards/")
     page.locator("table.reward-configs tr", has_text="otc_grpo").get_by_role("link", name="Load").click()
     page.wait_for_url("**config=**")

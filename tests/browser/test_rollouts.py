@@ -2,23 +2,16 @@
 GRPO group side by side, filter, search, follow deep links, and stay safe from model output."""
 
 import os
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
+from tests.browser._helpers import in_thread, log_in, screenshot
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.services import run_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 XSS = '<script>alert(1)</script> <img src=x onerror="window.__pwned=1">'
-
-
-def in_thread(fn, **kwargs):
-    """Write rows off the main thread, where Playwright's event loop runs (see test_dashboard)."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(fn, **kwargs).result()
 
 
 def trajectory(step: int, prompt: int, sample: int, *, correct: bool, **extra) -> dict:
@@ -54,11 +47,6 @@ def report(run_id: int, token: str, trajectories: list[dict]) -> None:
 
 
 @pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
-
-
-@pytest.fixture
 def run(researcher):
     """Steps 1-3, two groups of three; sample 0 of each group is the only correct one."""
     run, token = in_thread(run_create, user=researcher, name="ToRL rollouts", config={}, managed=False)
@@ -67,27 +55,12 @@ def run(researcher):
     return run
 
 
-def log_in(page, live_server, next_path: str) -> None:
-    page.goto(f"{live_server.url}{next_path}")
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", "tool-use-2026")
-    page.click("button[type=submit]")
-    page.wait_for_selector("#rollouts")
-
-
 def shown(page) -> list[str]:
     return page.eval_on_selector_all("article.trajectory", "nodes => nodes.map(n => n.id)")
 
 
-def screenshot(page, name: str) -> None:
-    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / name), full_page=True)
-
-
 def test_step_through_rollouts_with_the_arrow_keys(page, live_server, run):
-    log_in(page, live_server, f"/runs/{run.pk}/rollouts/")
+    log_in(page, live_server, f"/runs/{run.pk}/rollouts/", wait_for="#rollouts")
     assert "Step 3" in page.inner_text(".step-summary")
     # The group of a prompt side by side: same row, samples left to right.
     boxes = [page.locator(f"#t-0-{i}").bounding_box() for i in range(3)]
@@ -114,7 +87,7 @@ def test_step_through_rollouts_with_the_arrow_keys(page, live_server, run):
 
 
 def test_filter_to_incorrect_rollouts(page, live_server, run):
-    log_in(page, live_server, f"/runs/{run.pk}/rollouts/")
+    log_in(page, live_server, f"/runs/{run.pk}/rollouts/", wait_for="#rollouts")
     assert len(shown(page)) == 6
     page.select_option("select[name=correct]", "false")
     page.click("text=Apply")
@@ -131,7 +104,7 @@ def test_filter_to_incorrect_rollouts(page, live_server, run):
 def test_a_deep_link_scrolls_to_and_highlights_its_trajectory(page, live_server, run):
     # Enough groups that the linked one is far below the fold.
     report(run.pk, run.test_token, [trajectory(4, p, i, correct=i == 0) for p in range(4) for i in range(3)])
-    log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=4&prompt=3&sample=2")
+    log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=4&prompt=3&sample=2", wait_for="#rollouts")
     target = page.locator(".trajectory.is-target")
     assert target.count() == 1
     assert target.get_attribute("id") == "t-3-2"
@@ -149,7 +122,7 @@ def test_a_deep_link_scrolls_to_and_highlights_its_trajectory(page, live_server,
 
 def test_search_across_steps_links_to_the_step(page, live_server, run):
     report(run.pk, run.test_token, [trajectory(2, 1, 2, correct=False, final_answer="answer 98765")])
-    log_in(page, live_server, f"/runs/{run.pk}/rollouts/")
+    log_in(page, live_server, f"/runs/{run.pk}/rollouts/", wait_for="#rollouts")
     page.fill("input[name=q]", r"answer \d{5}")
     page.check("input[name=regex]")
     page.click("text=Apply")
@@ -175,7 +148,7 @@ def test_model_output_renders_as_text_and_runs_nothing(page, live_server, run):
     report(run.pk, run.test_token, [evil])
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=5")
+    log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=5", wait_for="#rollouts")
     page.click("details.prompt summary")
     text = page.inner_text("#rollouts")
     assert f"Reasoning {XSS}" in text
@@ -193,7 +166,7 @@ def test_without_javascript_a_step_is_readable_and_the_links_step(browser, live_
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     try:
-        log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=2")
+        log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=2", wait_for="#rollouts")
         assert "Step 2" in page.inner_text(".step-summary")
         page.click("a[rel=next]")
         page.wait_for_url("**step=3")
@@ -203,7 +176,7 @@ def test_without_javascript_a_step_is_readable_and_the_links_step(browser, live_
 
 
 def test_a_newer_step_is_offered_while_the_run_is_live(page, live_server, run):
-    log_in(page, live_server, f"/runs/{run.pk}/rollouts/")
+    log_in(page, live_server, f"/runs/{run.pk}/rollouts/", wait_for="#rollouts")
     assert page.locator("#live-notice").is_hidden()
     # The live server speaks no websockets: the page learns of the new step by polling.
     report(run.pk, run.test_token, [trajectory(4, 0, i, correct=True) for i in range(2)])

@@ -1,12 +1,10 @@
 """The run page in Chromium: charts from stored metrics, live updates by polling, cancel, fork."""
 
-import os
-from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
 
-from tests.browser.test_dashboard import in_thread
+from tests.browser._helpers import in_thread, screenshot
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import Run, RunStatus
 from webapp.runs.services import run_create, run_transition
@@ -15,11 +13,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 HEADLINE = ["accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "tool_productivity"]
 T0 = 1_780_000_000.0
-
-
-@pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user(username="ada", password="tool-use-2026")
 
 
 def step_values(step: int) -> dict[str, float]:
@@ -59,13 +52,6 @@ def chart_steps(page, key: str) -> list:
         " return div && div.data ? div.data[2].customdata.map(c => c[0]) : null; }",
         key,
     )
-
-
-def screenshot(page, name: str) -> None:
-    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / name), full_page=True)
 
 
 def test_charts_render_from_stored_metrics_and_link_to_rollouts(page, live_server, researcher):

@@ -1,22 +1,13 @@
 """The runs page in a real browser: search, filters, the "/" shortcut, compare, bulk archive, live rows."""
 
-import os
-from pathlib import Path
 
 import pytest
 
-from tests.browser.test_dashboard import in_thread, log_in, researcher  # noqa: F401 — a fixture
+from tests.browser._helpers import in_thread, log_in, screenshot
 from webapp.runs.models import Experiment, RunStatus
 from webapp.runs.services import run_create, run_transition
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def screenshot(page, name: str) -> None:
-    shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / name), full_page=True)
 
 
 def make_runs(user):
@@ -33,9 +24,9 @@ def names(page) -> list[str]:
     return page.locator(".runs-table tbody td.run-name a").all_inner_texts()
 
 
-def test_search_and_status_filter_are_get_parameters(page, live_server, researcher):  # noqa: F811
+def test_search_and_status_filter_are_get_parameters(page, live_server, researcher):
     in_thread(make_runs, user=researcher)
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     assert sorted(names(page)) == ["OTC-GRPO c=3", "ReTool cold start", "ToRL C=1"]
     page.fill("#runs-search", "c=")
     page.press("#runs-search", "Enter")
@@ -49,17 +40,17 @@ def test_search_and_status_filter_are_get_parameters(page, live_server, research
     screenshot(page, "runs_filtered.png")
 
 
-def test_slash_focuses_the_search_box(page, live_server, researcher):  # noqa: F811
-    log_in(page, live_server)
+def test_slash_focuses_the_search_box(page, live_server, researcher):
+    log_in(page, live_server, "/", lands_on="/runs/")
     page.click("h1")
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "runs-search"
     assert page.input_value("#runs-search") == ""  # the slash itself is not typed
 
 
-def test_two_selected_runs_make_the_compare_link_and_bulk_archive_hides_them(page, live_server, researcher):  # noqa: F811
+def test_two_selected_runs_make_the_compare_link_and_bulk_archive_hides_them(page, live_server, researcher):
     torl, retool, otc = in_thread(make_runs, user=researcher)
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     assert page.locator("#compare-link").is_hidden()
     page.check(f"input[name=runs][value='{torl.pk}']")
     page.check(f"input[name=runs][value='{otc.pk}']")
@@ -78,9 +69,9 @@ def test_two_selected_runs_make_the_compare_link_and_bulk_archive_hides_them(pag
     assert page.locator(".chip", has_text="archived").count() == 2
 
 
-def test_new_and_changed_runs_appear_without_a_reload(page, live_server, researcher):  # noqa: F811
+def test_new_and_changed_runs_appear_without_a_reload(page, live_server, researcher):
     # The test server speaks no websockets: this is the polling fallback re-fetching the table.
-    log_in(page, live_server)
+    log_in(page, live_server, "/", lands_on="/runs/")
     assert "No runs yet" in page.inner_text("main")
     run, _ = in_thread(run_create, user=researcher, name="arrives live", config={}, managed=False)
     page.wait_for_selector("text=arrives live", timeout=15_000)
@@ -89,12 +80,12 @@ def test_new_and_changed_runs_appear_without_a_reload(page, live_server, researc
     assert page.inner_text("#live-state") in ("↻ polling", "● live")
 
 
-def test_without_javascript_filters_and_compare_still_work(browser, live_server, researcher):  # noqa: F811
+def test_without_javascript_filters_and_compare_still_work(browser, live_server, researcher):
     torl, retool, otc = in_thread(make_runs, user=researcher)
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     try:
-        log_in(page, live_server)
+        log_in(page, live_server, "/", lands_on="/runs/")
         page.fill("#runs-search", "math")
         page.click("text=Apply")
         assert sorted(names(page)) == ["OTC-GRPO c=3", "ToRL C=1"]
