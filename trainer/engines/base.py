@@ -61,6 +61,15 @@ class GenerationOutput:
     prefill_tokens: int = 0
 
 
+def check_requests(requests: Sequence[GenerationRequest]) -> None:
+    """Refuse requests no engine can serve: an empty context, or no token to sample."""
+    for r in requests:
+        if not r.token_ids:
+            raise ValueError("a generation request needs at least one context token")
+        if r.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, got {r.max_new_tokens}")
+
+
 class Tokenizer(Protocol):
     """The part of a Hugging Face tokenizer the engines and the rollout use."""
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
-from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest, Tokenizer
+from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest, Tokenizer, check_requests
 
 # Tokens decoded from the end of a sequence when looking for a stop string, beyond the stop
 # string's length in characters: a token is at least one character, except for byte-fallback
@@ -174,7 +174,7 @@ class HFEngine:
         on_finish: Callable[[int, GenerationOutput], None] | None = None,
         admit: Callable[[], Sequence[GenerationRequest]] | None = None,
     ) -> list[GenerationOutput]:
-        self._check(requests)
+        check_requests(requests)
         if not requests:
             return []
         threads = torch.get_num_threads()
@@ -185,14 +185,6 @@ class HFEngine:
                 return self._generate(list(requests), on_finish, admit)
         finally:
             torch.set_num_threads(threads)
-
-    @staticmethod
-    def _check(requests: Sequence[GenerationRequest]) -> None:
-        for r in requests:
-            if not r.token_ids:
-                raise ValueError("a generation request needs at least one context token")
-            if r.max_new_tokens < 1:
-                raise ValueError(f"max_new_tokens must be at least 1, got {r.max_new_tokens}")
 
     def _take_kept(self, request: GenerationRequest) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]] | None]:
         """How many leading context tokens are already encoded for this request, and their cache."""
@@ -295,7 +287,7 @@ class HFEngine:
         while True:
             joining = list(admit()) if admit is not None and self.stackable else []
             if joining:
-                self._check(joining)
+                check_requests(joining)
                 first = len(requests)
                 requests += joining
                 join_cache, join_mask, join_logits, join_prefilled = self._prefill(joining)

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest, Tokenizer
+from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest, Tokenizer, check_requests
 
 VLLM_VERSION = "0.30.0"
 
@@ -210,14 +210,6 @@ def check_weights(
 
 
 # -- the generation loop --------------------------------------------------------------------------
-
-
-def check_requests(requests: Sequence[GenerationRequest]) -> None:
-    for r in requests:
-        if not r.token_ids:
-            raise ValueError("a generation request needs at least one context token")
-        if r.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be at least 1, got {r.max_new_tokens}")
 
 
 def run_engine(
