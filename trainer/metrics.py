@@ -1,6 +1,7 @@
 """Step metrics computed from one step's scored trajectories.
 
-The names are the dashboard's series names, so they are part of the contract:
+The names are the dashboard's series names; the headline ones come from trainer.contract, which
+the run page draws first:
 
 - ``accuracy``: share of completions whose reward marked them correct.
 - ``tool_call_ratio``: share of completions with at least one tool call.
@@ -38,6 +39,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from trainer.contract import ACCURACY, CODE_IN_CORRECT, RESPONSE_LENGTH_MEAN, TOOL_CALL_RATIO, TOOL_PRODUCTIVITY
+from trainer.protocols import get_protocol
 from trainer.trajectory import Completion, RewardResult
 
 # Rewards computed the same way can still differ in the last bits (0.1 + 0.2 vs 0.3).
@@ -66,9 +69,6 @@ def tool_call_count(completion: Completion) -> int:
     """
     if completion.executions:
         return len(completion.executions)
-    # Imported here so metrics over recorded executions never need the protocol modules.
-    from trainer.protocols import get_protocol
-
     return int(get_protocol(completion.protocol).count_tool_calls(completion.text))
 
 
@@ -82,8 +82,6 @@ def response_length(completion: Completion) -> int:
     """
     if completion.response_tokens is not None:
         return completion.response_tokens
-    from trainer.protocols import get_protocol
-
     # With executions recorded, only that many output blocks are real tool output: a block the model
     # wrote itself after the call budget is its own text and counts towards its length.
     real_outputs = len(completion.executions) if completion.executions else None
@@ -122,17 +120,17 @@ def step_metrics(
     statuses = [execution.status for item in items for execution in item.completion.executions]
 
     metrics: dict[str, float] = {
-        "accuracy": _mean(correct),
-        "tool_call_ratio": _mean(count > 0 for count in calls),
-        "code_in_correct": _mean(count > 0 and ok for count, ok in zip(calls, correct, strict=True)),
-        "response_length/mean": _mean(lengths),
+        ACCURACY: _mean(correct),
+        TOOL_CALL_RATIO: _mean(count > 0 for count in calls),
+        CODE_IN_CORRECT: _mean(count > 0 and ok for count, ok in zip(calls, correct, strict=True)),
+        RESPONSE_LENGTH_MEAN: _mean(lengths),
         "response_length/max": float(max(lengths)),
         "response_length/clip_ratio": _mean(item.completion.truncated for item in items),
         "tool_calls/mean": _mean(calls),
         "tool_calls/max": float(max(calls)),
     }
     if sum(calls):
-        metrics["tool_productivity"] = sum(correct) / sum(calls)
+        metrics[TOOL_PRODUCTIVITY] = sum(correct) / sum(calls)
     if statuses:
         metrics["tool_exec/error_ratio"] = _mean(status != "ok" for status in statuses)
         metrics["tool_exec/timeout_ratio"] = _mean(status == "timeout" for status in statuses)
@@ -165,13 +163,7 @@ def step_metrics(
 
 # The step metrics repeated per subset: what the policy does (answers right, calls the tool) and
 # what it is paid for it.
-SUBSET_METRICS: tuple[str, ...] = (
-    "accuracy",
-    "tool_call_ratio",
-    "code_in_correct",
-    "reward/mean",
-    "response_length/mean",
-)
+SUBSET_METRICS: tuple[str, ...] = (ACCURACY, TOOL_CALL_RATIO, CODE_IN_CORRECT, "reward/mean", RESPONSE_LENGTH_MEAN)
 
 
 def subset_metrics(

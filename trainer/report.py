@@ -26,7 +26,7 @@ so the dashboard ignores what a retry sends twice.
     with Reporter(out_dir, report_url=url, run_token=token) as reporter:
         reporter.set_status("running")
         reporter.log_metrics(step, {"accuracy": 0.5})
-        reporter.log_trajectories(step, groups)
+        reporter.log_trajectories(trajectories)   # trainer.contract.TrajectoryIn, built by the trainer
         if reporter.stopped_by_dashboard: ...
         reporter.set_status("succeeded")   # held back and sent by close(), after everything else
 """
@@ -41,7 +41,6 @@ import math
 import os
 import queue
 import random
-import re
 import threading
 import time
 import urllib.error
@@ -52,6 +51,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
+from trainer.contract import (
+    FINISHED_STATUSES,
+    LOG_LEVELS,
+    MAX_CHECKPOINT,
+    MAX_LOG_MESSAGE,
+    MAX_METRIC_VALUES,
+    MAX_STATUS_ERROR,
+    METRIC_KEY_PATTERN,
+    LogLineIn,
+    MetricStepIn,
+    RunStatus,
+    StatusIn,
+    TrajectoryIn,
+    is_metric_key,
+)
+
 logger = logging.getLogger("trainer.report")
 
 METRICS_FILE = "metrics.jsonl"
@@ -59,17 +76,6 @@ TRAJECTORIES_FILE = "trajectories.jsonl"
 LOG_FILE = "log.txt"
 STATUS_FILE = "status.json"
 SPOOL_FILE = "report-spool.jsonl"
-
-RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
-FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
-LOG_LEVELS = ("debug", "info", "warning", "error")
-
-# The dashboard's own limits (webapp/runs/ingest_schema.py), checked here so that one bad metric name
-# or an over-long message costs that value or that tail, not the whole batch it travels in.
-_METRIC_KEY = re.compile(r"^[A-Za-z0-9_@.:/\-]{1,200}$")
-_MAX_LOG_MESSAGE = 100_000
-_MAX_STATUS_ERROR = 100_000
-_MAX_CHECKPOINT = 500
 
 Kind = Literal["metrics", "trajectories", "logs", "status"]
 _KINDS: tuple[Kind, ...] = ("metrics", "trajectories", "logs", "status")
@@ -99,22 +105,27 @@ def jsonable(value: Any) -> Any:
 
 def metric_values(values: Mapping[str, Any]) -> tuple[dict[str, float | None], list[str]]:
     """The values the dashboard accepts (finite numbers, or None for undefined ones like NaN) and the
-    names of the values left out because their key or value cannot be stored."""
+    names of the values left out because their key or value cannot be stored, or because the step
+    already holds the most values the contract allows. Checked one by one, so that one bad name costs
+    that value rather than the whole step."""
     clean: dict[str, float | None] = {}
     rejected: list[str] = []
     for key, value in values.items():
         value = jsonable(value)
-        if isinstance(value, bool):
-            value = float(value)  # the schema's strict floats refuse booleans; a flag is a 0/1 series
-        if (
-            not isinstance(key, str)
-            or not _METRIC_KEY.match(key)
-            or not (value is None or isinstance(value, int | float))
-        ):
+        if isinstance(value, int | float):  # bool too: a flag is a 0/1 series
+            value = _as_float(value)
+        if not is_metric_key(key) or len(clean) >= MAX_METRIC_VALUES or not (value is None or isinstance(value, float)):
             rejected.append(str(key))
             continue
         clean[key] = value
     return clean, rejected
+
+
+def _as_float(value: float) -> float | str:
+    try:
+        return float(value)
+    except OverflowError:  # an int too big for a float: no number the dashboard can store
+        return str(value)
 
 
 def _dumps(value: Any) -> str:
@@ -122,9 +133,14 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _record(kind: Kind, item: Any) -> bytes:
+def _json(item: BaseModel) -> str:
+    # Unset optional fields (None) are left out, as the dashboard's defaults are the same.
+    return item.model_dump_json(exclude_none=True)
+
+
+def _record(kind: Kind, line: str) -> bytes:
     """One queued report as a spool line: its kind, a tab, its JSON; JSON never holds a raw newline."""
-    return f"{kind}\t{_dumps(item)}\n".encode()
+    return f"{kind}\t{line}\n".encode()
 
 
 def build_batch(records: Iterable[bytes]) -> bytes:
@@ -316,7 +332,7 @@ class Reporter:
         self._files = _LocalFiles(self.out_dir)
         self._lock = threading.Lock()
         self._seq = 0
-        self._final_status: dict[str, Any] | None = None
+        self._final_status: StatusIn | None = None
         self._closed = False
         self._delivered: bool | None = None
         self._stopped = threading.Event()
@@ -349,61 +365,49 @@ class Reporter:
     def log_metrics(self, step: int, values: Mapping[str, Any], *, time_s: float | None = None) -> None:
         """Record one step's metric values; NaN and infinities are reported as null (undefined)."""
         clean, rejected = metric_values(values)
-        item = {"step": int(step), "time": time.time() if time_s is None else float(time_s), "values": clean}
-        self._files.append(METRICS_FILE, [_dumps(item) + "\n"])
+        item = MetricStepIn(step=int(step), time=time.time() if time_s is None else float(time_s), values=clean)
+        line = _json(item)
+        self._files.append(METRICS_FILE, [line + "\n"])
         if rejected:
             self._diagnose(
                 "warning",
-                f"step {step}: metric values left out (key not [A-Za-z0-9_@.:/-]{{1,200}} or value not a number): "
-                + ", ".join(sorted(rejected)),
+                f"step {step}: metric values left out (key not {METRIC_KEY_PATTERN}, value not a number, or over "
+                f"{MAX_METRIC_VALUES} values): " + ", ".join(sorted(rejected)),
             )
-        self._enqueue("metrics", item)
+        self._enqueue("metrics", line)
 
-    def log_trajectories(self, step: int, items: Iterable[Mapping[str, Any]]) -> None:
-        """Record sampled trajectories of a step (whole GRPO groups), each in the ingest schema's shape;
-        `step` is filled in. One whose reward is not a finite number is kept locally but not sent,
-        because the dashboard would refuse the whole batch around it."""
-        clean = []
-        for raw in items:
-            item = jsonable(dict(raw))
-            item["step"] = int(step)
-            clean.append(item)
-        self._files.append(TRAJECTORIES_FILE, [_dumps(item) + "\n" for item in clean])
-        for item in clean:
-            reward = item.get("reward")
-            if isinstance(reward, bool) or not isinstance(reward, int | float):
-                where = f"step {step} prompt {item.get('prompt_index')} sample {item.get('sample_index')}"
-                self._diagnose("error", f"trajectory {where} not reported: its reward is {reward!r}, not a number")
-                continue
-            self._enqueue("trajectories", item)
+    def log_trajectories(self, trajectories: Iterable[TrajectoryIn]) -> None:
+        """Record sampled trajectories (whole GRPO groups of a step), each built as the contract's model,
+        so valid for the dashboard from the moment it was made."""
+        lines = [_json(item) for item in trajectories]
+        self._files.append(TRAJECTORIES_FILE, [line + "\n" for line in lines])
+        for line in lines:
+            self._enqueue("trajectories", line)
 
     def log(self, message: str, level: str = "info") -> None:
         """A log line of the run, shown in the dashboard's log view."""
         if level not in LOG_LEVELS:
             level = "info"
         now = time.time()
-        with self._lock:
-            # Microseconds since the epoch, kept increasing: unique across a resumed process too,
-            # where a counter restarting at 0 would collide with the lines already stored.
-            self._seq = max(self._seq + 1, time.time_ns() // 1000)
-            seq = self._seq
         self._files.append(LOG_FILE, [_log_text(now, level, message)])
         getattr(logger, level)(message)
-        self._enqueue("logs", {"seq": seq, "time": now, "level": level, "message": message[:_MAX_LOG_MESSAGE]})
+        self._enqueue("logs", _json(self._log_line(now, level, message)))
 
     def set_status(self, status: str, error: str = "", checkpoint: str | None = None) -> None:
-        """Report the run's status. A final one (succeeded, failed, cancelled) is held and sent by
-        close() after everything else; `running` (with a new checkpoint, say) is sent in turn."""
-        if status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(RUN_STATUSES)}, not {status!r}")
-        item: dict[str, Any] = {"status": status, "error": error[:_MAX_STATUS_ERROR]}
-        if checkpoint is not None:
-            item["checkpoint"] = str(checkpoint)[:_MAX_CHECKPOINT]
-        self._files.write(STATUS_FILE, _dumps({**item, "time": time.time()}) + "\n")
-        if status in FINAL_STATUSES:
+        """Report the run's status, one of trainer.contract.TRAINER_STATUSES (ValueError otherwise). A
+        final one (succeeded, failed, cancelled) is held and sent by close() after everything else;
+        `running` (with a new checkpoint, say) is sent in turn."""
+        item = StatusIn(
+            status=status,
+            error=error[:MAX_STATUS_ERROR],
+            checkpoint=None if checkpoint is None else str(checkpoint)[:MAX_CHECKPOINT],
+        )
+        record = {**item.model_dump(mode="json", exclude_none=True), "time": time.time()}
+        self._files.write(STATUS_FILE, _dumps(record) + "\n")
+        if item.status in FINISHED_STATUSES:
             self._final_status = item
         else:
-            self._enqueue("status", item)
+            self._enqueue("status", _json(item))
 
     def close(self, timeout_s: float | None = None) -> bool:
         """Send everything still queued, then the final status; wait at most `timeout_s`.
@@ -416,13 +420,13 @@ class Reporter:
         self._closed = True
         timeout_s = self.close_timeout_s if timeout_s is None else timeout_s
         if self._final_status is not None:
-            self._files.append(LOG_FILE, [_log_text(time.time(), "info", f"run {self._final_status['status']}")])
+            self._files.append(LOG_FILE, [_log_text(time.time(), "info", f"run {self._final_status.status}")])
         if self._thread is None:
             self._files.close()
             self._delivered = True
             return True
         if self._final_status is not None:
-            self._enqueue("status", self._final_status, force=True)
+            self._enqueue("status", _json(self._final_status), force=True)
         self._deadline = time.monotonic() + timeout_s
         self._closing.set()
         self._wake.set()
@@ -444,16 +448,16 @@ class Reporter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None and self._final_status is None:
-            status = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
+            status = RunStatus.CANCELLED if isinstance(exc, KeyboardInterrupt) else RunStatus.FAILED
             self.set_status(status, error=f"{type(exc).__name__}: {exc}")
         self.close()
 
     # ------------------------------------------------------------------ queueing (caller's thread)
 
-    def _enqueue(self, kind: Kind, item: Any, *, force: bool = False) -> None:
+    def _enqueue(self, kind: Kind, line: str, *, force: bool = False) -> None:
         if self._thread is None or self._stopped.is_set() or (self._closed and not force):
             return
-        record = _record(kind, item)
+        record = _record(kind, line)
         self._inbox.put(record)
         with self._lock:
             self._inbox_bytes += len(record)
@@ -466,11 +470,15 @@ class Reporter:
         getattr(logger, level)(message)
         self._files.append(LOG_FILE, [_log_text(time.time(), level, f"[report] {message}")])
         if not self._closed and not self._closing.is_set():
-            with self._lock:
-                self._seq = max(self._seq + 1, time.time_ns() // 1000)
-                seq = self._seq
-            item = {"seq": seq, "time": time.time(), "level": level, "message": f"[report] {message}"[:10_000]}
-            self._enqueue("logs", item)
+            self._enqueue("logs", _json(self._log_line(time.time(), level, f"[report] {message}")))
+
+    def _log_line(self, now: float, level: str, message: str) -> LogLineIn:
+        with self._lock:
+            # Microseconds since the epoch, kept increasing: unique across a resumed process too,
+            # where a counter restarting at 0 would collide with the lines already stored.
+            self._seq = max(self._seq + 1, time.time_ns() // 1000)
+            seq = self._seq
+        return LogLineIn(seq=seq, time=now, level=level, message=message[:MAX_LOG_MESSAGE])
 
     def _set_aside_old_spool(self) -> None:
         # A spool left by an earlier process belongs to that process's run; replaying it into this

@@ -27,15 +27,18 @@ import torch
 
 from trainer.checkpoint import load_checkpoint, save_checkpoint
 from trainer.config import TINY_MODEL, RunConfig
-from trainer.data import Example, load_dataset
+from trainer.contract import ChatMessage, TrajectoryIn, TurnIn
+from trainer.data import load_dataset
 from trainer.engines.hf import HFEngine
 from trainer.grpo import group_advantages, policy_loss, token_logprobs
 from trainer.metrics import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
 from trainer.models import SMOLLM2_MODEL, TINY_PROMPT_TEMPLATE, CharTokenizer, load_policy
 from trainer.prompts import apply_template
 from trainer.protocols import get_protocol
+from trainer.report import jsonable
 from trainer.rewards import RewardState, score_group
 from trainer.rollout import RolloutSettings, Trajectory, rollout
+from trainer.trajectory import Example, RewardResult
 
 # Sequences scored per forward/backward pass; gradients accumulate across them.
 MICRO_BATCH = 16
@@ -50,7 +53,7 @@ class Reporter(Protocol):
     stopped_by_dashboard: bool
 
     def log_metrics(self, step: int, values: dict[str, float]) -> None: ...
-    def log_trajectories(self, step: int, items: list[dict[str, Any]]) -> None: ...
+    def log_trajectories(self, trajectories: list[TrajectoryIn]) -> None: ...
     def log(self, message: str, level: str = "info") -> None: ...
 
 
@@ -471,39 +474,47 @@ class Trainer:
 
 
 def trajectory_report(
-    group: Group, position: int, trajectory: Trajectory, reward: Any, sample: int, step: int, protocol
-) -> dict:
-    """One trajectory in the ingest schema: its turns, with each tool output's status and duration."""
+    group: Group, position: int, trajectory: Trajectory, reward: RewardResult, sample: int, step: int, protocol
+) -> TrajectoryIn:
+    """One trajectory as the dashboard stores it: its turns, with each tool output's status and duration.
+
+    Built as the contract's model, so a trajectory the dashboard would refuse fails here, where it is made."""
     completion = trajectory.completion
     executions = list(completion.executions)
     turns, calls = [], iter(executions)
     for segment in protocol.segments(completion.text, tool_outputs=len(executions)):
-        if segment.kind == "model":
-            turns.append({"kind": "model", "text": segment.text})
+        execution = next(calls, None) if segment.kind == "tool" else None
+        if execution is None:
+            turns.append(TurnIn(kind=segment.kind, text=segment.text))
         else:
-            execution = next(calls, None)
-            turn = {"kind": "tool", "text": segment.text}
-            if execution is not None:
-                turn.update(call=execution.call, status=execution.status, duration_ms=execution.duration_ms)
-            turns.append(turn)
-    return {
-        "step": step,
+            turns.append(
+                TurnIn(
+                    kind="tool",
+                    text=segment.text,
+                    call=execution.call,
+                    status=execution.status,
+                    duration_ms=float(execution.duration_ms),
+                )
+            )
+    return TrajectoryIn(
+        step=step,
         # The group's place in the step (the ingest key), not its dataset row: resampled draws can
         # repeat a row within one step.
-        "prompt_index": position,
-        "sample_index": sample,
-        "prompt": group.example.prompt,
-        "turns": turns,
-        "final_answer": protocol.final_answer(completion.text, tool_outputs=len(executions)) or "",
-        "ground_truth": group.example.ground_truth,
-        "reward": float(reward.total),
-        "reward_components": {k: float(v) for k, v in reward.components.items()},
-        "correct": bool(reward.correct),
-        "tool_call_count": len(executions),
-        "truncated": completion.truncated,
-        "prompt_tokens": len(trajectory.prompt_ids),
-        "response_tokens": completion.response_tokens,
-    }
+        prompt_index=position,
+        sample_index=sample,
+        # Role and content only: a dataset's messages may carry more (names, tool calls).
+        prompt=[ChatMessage(role=m["role"], content=m["content"]) for m in group.example.prompt],
+        turns=turns,
+        final_answer=protocol.final_answer(completion.text, tool_outputs=len(executions)) or "",
+        ground_truth=jsonable(group.example.ground_truth),
+        reward=float(reward.total),
+        reward_components={key: float(value) for key, value in reward.components.items()},
+        correct=bool(reward.correct),
+        tool_call_count=len(executions),
+        truncated=completion.truncated,
+        prompt_tokens=len(trajectory.prompt_ids),
+        response_tokens=completion.response_tokens,
+    )
 
 
 def run_training(
@@ -542,7 +553,6 @@ def run_training(
             reporter.log_metrics(result.step, metrics)
             reported = result.groups[: config.rollout.trajectories_to_report]
             reporter.log_trajectories(
-                result.step,
                 [
                     trajectory_report(group, position, t, r, sample, result.step, trainer.protocol)
                     for position, group in enumerate(reported)

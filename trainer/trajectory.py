@@ -1,7 +1,19 @@
-"""The shapes shared by the rollout loop, the rewards and the step metrics."""
+"""The shapes shared by the data readers, the rollout loop, the rewards and the step metrics."""
 
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Example:
+    """One prompt of a dataset and what a right answer must match."""
+
+    id: str
+    prompt: list[dict[str, str]]
+    ground_truth: Any
+    data_source: str
+    tools: list[dict] | None = None
+    extra_info: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,8 @@
 import math
-import sys
-import types
 
 import pytest
 
+from trainer import protocols
 from trainer.metrics import (
     SUBSET_METRICS,
     ScoredCompletion,
@@ -81,12 +80,8 @@ def test_plain_pairs_are_accepted() -> None:
     assert step_metrics([pairs])["tool_calls/mean"] == 1.5
 
 
-def test_pairs_without_executions_count_calls_from_the_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
-    protocol = types.SimpleNamespace(count_tool_calls=lambda text: text.count("```python"))
-    fake = types.ModuleType("trainer.protocols")
-    fake.get_protocol = lambda name: protocol  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trainer.protocols", fake)
-    text = "```python\n1\n```\n```output\n1\n```\n```python\n2\n```"
+def test_pairs_without_executions_count_calls_from_the_protocol() -> None:
+    text = "```python\nprint(1)\n```\n```output\n1\n```\n```python\nprint(2)\n```"
     completion = Completion(text=text, response_tokens=5)
     reward = RewardResult(total=1.0, correct=True)
     assert tool_call_count(completion) == 2
@@ -98,19 +93,13 @@ def test_pairs_without_executions_count_calls_from_the_protocol(monkeypatch: pyt
     assert tool_call_count(executed) == 1
 
 
-def test_length_without_token_count_is_model_text_characters(monkeypatch: pytest.MonkeyPatch) -> None:
-    protocol = types.SimpleNamespace(model_text=lambda text, tool_outputs=None: text.split("```output")[0])
-    fake = types.ModuleType("trainer.protocols")
-    fake.get_protocol = lambda name: protocol  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trainer.protocols", fake)
-    assert response_length(Completion(text="abcd```output\nlong tool output\n```")) == 4
+def test_length_without_token_count_is_model_text_characters() -> None:
+    text = "abcd\n```python\nprint(1)\n```\n```output\nlong tool output\n```\n"
+    assert response_length(Completion(text=text)) < len(text) - len("long tool output")
     assert response_length(Completion(text="ignored", response_tokens=17)) == 17
 
 
 def test_real_protocol_counts_python_blocks() -> None:
-    protocols = pytest.importorskip("trainer.protocols")
-    if not hasattr(protocols, "get_protocol"):
-        pytest.skip("trainer.protocols has no get_protocol yet")
     text = "Let me compute.\n```python\nprint(6 * 7)\n```\n```output\n42\n```\nSo \\boxed{42}."
     assert tool_call_count(Completion(text=text)) == 1
     assert tool_call_count(Completion(text="\\boxed{42}")) == 0

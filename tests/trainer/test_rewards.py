@@ -2,6 +2,7 @@
 
 import pytest
 
+from trainer.contract import is_metric_key
 from trainer.rewards import REWARD_NAMES, RewardParamsError, RewardState, score, score_group
 from trainer.rewards.base import registered_names
 from trainer.trajectory import Completion, RewardResult, ToolExecution
@@ -73,9 +74,11 @@ def test_weighted_sums_weighted_terms() -> None:
     assert result.total == pytest.approx(0.5 + 2 * 0.8090169943749475)
 
 
-def test_weighted_names_a_repeated_term_apart() -> None:
+def test_weighted_names_a_repeated_term_apart_with_a_name_the_dashboard_stores() -> None:
     params = {"terms": [{"name": "torl"}, {"name": "torl", "weight": 2}]}
-    assert score("weighted", WRONG, "42", params=params).components == {"torl": -1.0, "torl#2": -2.0}
+    components = score("weighted", WRONG, "42", params=params).components
+    assert components == {"torl": -1.0, "torl@2": -2.0}
+    assert all(is_metric_key(f"reward/{name}/mean") for name in components)
 
 
 def test_weighted_correct_is_the_first_terms() -> None:

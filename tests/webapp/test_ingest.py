@@ -5,8 +5,18 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from trainer.contract import (
+    BIGINT_MAX,
+    INT_MAX,
+    MAX_CHECKPOINT,
+    MAX_LOG_MESSAGE,
+    MAX_METRIC_VALUES,
+    MAX_STATUS_ERROR,
+    TIME_MAX,
+    RunStatus,
+)
 from webapp.runs.models import MetricStep, Run, RunLogLine, Trajectory
-from webapp.runs.services import run_transition
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db
 
@@ -143,8 +153,9 @@ def test_nan_is_refused_rather_than_stored(run_and_token):
 
 
 def test_illegal_status_change_refuses_the_batch(run_and_token):
-    run, token = run_and_token  # queued: it cannot succeed before it has started
-    response = ingest(run.pk, token, batch(status={"status": "succeeded"}))
+    run, token = run_and_token
+    run_transition(run=run, status="starting")  # its report makes it running, which cannot go back
+    response = ingest(run.pk, token, batch(status={"status": "queued"}))
     assert response.status_code == 400
     assert "status.status" in response.json()
     assert counts(run) == (0, 0, 0)
@@ -156,6 +167,21 @@ def test_first_report_of_a_starting_run_makes_it_running(run_and_token):
     assert ingest(run.pk, token, {"heartbeat": True}).status_code == 200
     run.refresh_from_db()
     assert run.status == "running" and run.heartbeat_at is not None and run.started_at is not None
+
+
+def test_first_report_of_an_unmanaged_run_makes_it_running(run_and_token):
+    run, token = run_and_token  # launch=false: queued until the trainer you started reports
+    assert ingest(run.pk, token, batch(status={"status": "running"})).status_code == 200
+    run.refresh_from_db()
+    assert run.status == "running" and run.started_at is not None
+    assert counts(run) == (2, 8, 2)
+
+
+def test_an_unmanaged_run_can_report_start_to_finish_in_one_batch(run_and_token):
+    run, token = run_and_token
+    assert ingest(run.pk, token, batch(status={"status": "succeeded"})).status_code == 200
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.started_at is not None and run.finished_at is not None
 
 
 def test_final_report_finishes_the_run_with_its_error_and_checkpoint(run_and_token):
@@ -229,11 +255,11 @@ def test_batch_over_the_size_limit_is_refused_with_413(run_and_token):
 @pytest.mark.parametrize(
     "payload, field",
     [
-        ({"metrics": [{"step": 2**31, "values": {}}]}, "metrics.0.step"),
-        ({"metrics": [{"step": 1, "time": 1e20, "values": {}}]}, "metrics.0.time"),
-        ({"logs": [{"seq": 2**63, "message": "x"}]}, "logs.0.seq"),
-        ({"trajectories": [trajectory(1, 2**31, 0)]}, "trajectories.0.prompt_index"),
-        ({"trajectories": [trajectory(1, 0, 0, response_tokens=2**31)]}, "trajectories.0.response_tokens"),
+        ({"metrics": [{"step": INT_MAX + 1, "values": {}}]}, "metrics.0.step"),
+        ({"metrics": [{"step": 1, "time": TIME_MAX + 1, "values": {}}]}, "metrics.0.time"),
+        ({"logs": [{"seq": BIGINT_MAX + 1, "message": "x"}]}, "logs.0.seq"),
+        ({"trajectories": [trajectory(1, INT_MAX + 1, 0)]}, "trajectories.0.prompt_index"),
+        ({"trajectories": [trajectory(1, 0, 0, response_tokens=INT_MAX + 1)]}, "trajectories.0.response_tokens"),
     ],
 )
 def test_numbers_the_database_cannot_hold_are_refused_as_field_errors(run_and_token, payload, field):
@@ -241,3 +267,25 @@ def test_numbers_the_database_cannot_hold_are_refused_as_field_errors(run_and_to
     response = ingest(run.pk, token, payload)
     assert response.status_code == 400
     assert field in response.json()
+
+
+TOO_MANY_VALUES = {f"m{i}": 0.0 for i in range(MAX_METRIC_VALUES + 1)}
+
+
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"metrics": [{"step": 1, "values": TOO_MANY_VALUES}]}, "metrics.0.values"),
+        ({"metrics": [{"step": 1, "values": {"accuracy\n": 0.5}}]}, "metrics.0.values.accuracy\n.[key]"),
+        ({"logs": [{"seq": 1, "message": "x" * (MAX_LOG_MESSAGE + 1)}]}, "logs.0.message"),
+        ({"status": {"status": RunStatus.FAILED, "error": "x" * (MAX_STATUS_ERROR + 1)}}, "status.error"),
+        ({"status": {"status": RunStatus.RUNNING, "checkpoint": "x" * (MAX_CHECKPOINT + 1)}}, "status.checkpoint"),
+        ({"status": {"status": RunStatus.LOST}}, "status.status"),
+    ],
+)
+def test_what_the_contract_does_not_allow_is_refused_as_a_field_error(run_and_token, payload, field):
+    run, token = run_and_token
+    run_transition(run=run, status=RunStatus.STARTING)
+    response = ingest(run.pk, token, payload)
+    assert response.status_code == 400
+    assert field in response.json(), response.json()

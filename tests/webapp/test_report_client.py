@@ -5,14 +5,16 @@ import time
 
 import pytest
 
+from trainer.contract import RunStatus, TrajectoryIn
 from trainer.report import Reporter
 from webapp.runs.models import MetricStep, Run, RunLogLine, Trajectory
-from webapp.runs.services import run_create, run_transition
+from webapp.runs.services import run_create
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def group(step: int, size: int = 4) -> list[dict]:
+def group(step: int, size: int = 4) -> list[TrajectoryIn]:
     """One GRPO group as the training loop reports it: half the samples used the tool and got it right."""
     items = []
     for sample in range(size):
@@ -24,21 +26,22 @@ def group(step: int, size: int = 4) -> list[dict]:
                 {"kind": "model", "text": "\\boxed{42}"},
             ]
         items.append(
-            {
-                "prompt_index": 0,
-                "sample_index": sample,
-                "prompt": [{"role": "user", "content": "What is 6 * 7?"}],
-                "turns": turns,
-                "final_answer": "42" if tool else "41",
-                "ground_truth": "42",
-                "reward": 1.0 if tool else -1.0,
-                "reward_components": {"correct": 1.0 if tool else 0.0},
-                "correct": tool,
-                "tool_call_count": int(tool),
-                "truncated": False,
-                "prompt_tokens": 12,
-                "response_tokens": 30,
-            }
+            TrajectoryIn(
+                step=step,
+                prompt_index=0,
+                sample_index=sample,
+                prompt=[{"role": "user", "content": "What is 6 * 7?"}],
+                turns=turns,
+                final_answer="42" if tool else "41",
+                ground_truth="42",
+                reward=1.0 if tool else -1.0,
+                reward_components={"correct": 1.0 if tool else 0.0},
+                correct=tool,
+                tool_call_count=int(tool),
+                truncated=False,
+                prompt_tokens=12,
+                response_tokens=30,
+            )
         )
     return items
 
@@ -50,12 +53,12 @@ def test_a_run_reported_through_the_client_lands_in_the_database(live_server, dj
     url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
 
     with Reporter(tmp_path, report_url=url, run_token=token, flush_interval_s=0.05, backoff_initial_s=0.05) as rep:
-        rep.set_status("running")
+        rep.set_status(RunStatus.RUNNING)
         for step in range(1, 4):
             rep.log_metrics(step, {"accuracy": step / 4, "kl": math.nan, "timing_s/step": 0.5})
             rep.log(f"step {step} done")
-        rep.log_trajectories(3, group(3))
-        rep.set_status("succeeded", checkpoint=str(tmp_path / "ckpt" / "step-3"))
+        rep.log_trajectories(group(3))
+        rep.set_status(RunStatus.SUCCEEDED, checkpoint=str(tmp_path / "ckpt" / "step-3"))
     assert rep.close() is True and not rep.stopped_by_dashboard
 
     run = Run.objects.get(pk=run.pk)

@@ -9,7 +9,8 @@ from django.db import connections
 from django.test import Client
 
 from webapp.asgi import application
-from webapp.runs.services import run_create, run_transition
+from webapp.runs.services import run_create
+from webapp.runs.transitions import run_transition
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.protocols import Protocol, get_protocol, output_failed
+from trainer.rewards.params import REWARD_NAMES
 from trainer.trajectory import Completion, RewardResult, ToolExecution
 
 
@@ -113,8 +114,6 @@ _REGISTRY: dict[str, RegisteredReward] = {}
 
 def register_reward(name: str, *, protocol: str = "python_markdown") -> Callable[[GroupReward], GroupReward]:
     """Register a group reward under `name` (which must have a parameter model in params.py)."""
-    from trainer.rewards.params import REWARD_NAMES
-
     if name not in REWARD_NAMES:
         raise ValueError(f"reward {name!r} has no parameter model; add it to trainer/rewards/params.py")
 

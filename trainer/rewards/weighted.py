@@ -2,8 +2,8 @@
 
 Each term is scored with its own parameters on the same group (so OTC-GRPO terms still see the
 group) and the totals are added with their weights. Components are the weighted term totals by
-term name (a name used twice gets "#2", "#3"); `correct` is the first term's, the primary reward
-by convention.
+term name (a name used twice gets "@2", "@3", so it stays a metric key: see trainer.contract);
+`correct` is the first term's, the primary reward by convention.
 """
 
 from typing import Any
@@ -22,7 +22,7 @@ def weighted(responses: list[Response], ground_truth: Any, ctx: RewardContext) -
     for index, term in enumerate(ctx.params["terms"]):
         name, weight = term["name"], float(term["weight"])
         seen[name] = seen.get(name, 0) + 1
-        key = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        key = name if seen[name] == 1 else f"{name}@{seen[name]}"
         term_ctx = RewardContext(params=term["params"], step=ctx.step, prompt_id=ctx.prompt_id, state=ctx.state)
         for i, result in enumerate(registered(name).func(responses, ground_truth, term_ctx)):
             totals[i] += weight * result.total

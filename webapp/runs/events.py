@@ -6,7 +6,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from webapp.runs.models import Run
+from webapp.runs.models import Run, RunLogLine
 
 STAFF_LIST_GROUP = "runs.all"
 
@@ -29,6 +29,10 @@ def run_list_item(run: Run) -> dict[str, Any]:
         "summary": run.summary,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
+
+
+def log_line_payload(line: RunLogLine) -> dict[str, Any]:
+    return {"time": line.time.isoformat(), "level": line.level, "source": line.source, "message": line.message}
 
 
 async def _send_all(messages: list[tuple[str, dict[str, Any]]]) -> None:

@@ -10,11 +10,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
+from trainer.contract import IngestBatch, MetricStepIn, TrajectoryIn
 from webapp.core.tokens import hash_secret
-from webapp.runs.events import publish_run_events
-from webapp.runs.ingest_schema import IngestBatch, MetricStepIn, TrajectoryIn
-from webapp.runs.models import RUN_TRANSITIONS, Run, RunLogLine, RunStatus, Trajectory
-from webapp.runs.services import log_line_payload, run_transition
+from webapp.runs.events import log_line_payload, publish_run_events
+from webapp.runs.models import Run, RunLogLine, RunStatus, Trajectory
+from webapp.runs.transitions import RUN_TRANSITIONS, run_transition
 
 
 class IngestRejected(Exception):
@@ -53,6 +53,11 @@ def _time(value: float | None, default: datetime) -> datetime:
 def _status_plan(run: Run, batch: IngestBatch) -> list[str]:
     """The transitions this batch makes; refused before anything is written if one is illegal."""
     plan, current = [], run.status
+    # A report means a trainer is running: one tirlab launched (starting) or, for a run created
+    # with launch=false, one its user started, which leaves the run queued until it reports.
+    if current == RunStatus.QUEUED and not run.managed:
+        plan.append(RunStatus.STARTING)
+        current = RunStatus.STARTING
     if current == RunStatus.STARTING:
         plan.append(RunStatus.RUNNING)
         current = RunStatus.RUNNING

@@ -2,6 +2,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
+from trainer import contract
 from webapp.core.models import OwnedQuerySet, owner_field
 
 
@@ -26,28 +27,13 @@ class Experiment(models.Model):
         return self.name
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    STARTING = "starting"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    LOST = "lost"
+# The contract's statuses as model choices (labels "Queued", "Starting", …).
+RunStatus = models.TextChoices("RunStatus", [(status.name, status.value) for status in contract.RunStatus])
+ACTIVE_STATUSES = tuple(RunStatus(status) for status in contract.ACTIVE_STATUSES)
+FINISHED_STATUSES = tuple(RunStatus(status) for status in contract.FINISHED_STATUSES)
 
-
-ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.STARTING, RunStatus.RUNNING)
-FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST)
-
-# queued → starting → running → succeeded | failed | cancelled | lost. A run can fail or be
-# cancelled before it runs (submission failed, cancelled while waiting), and be lost once a
-# trainer may exist; finished runs never change again.
-RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    RunStatus.QUEUED: frozenset({RunStatus.STARTING, RunStatus.FAILED, RunStatus.CANCELLED}),
-    RunStatus.STARTING: frozenset({RunStatus.RUNNING, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST}),
-    RunStatus.RUNNING: frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST}),
-    **{status: frozenset() for status in FINISHED_STATUSES},
-}
+# Run ingest tokens start "tlr_" (API tokens "tlp_"), so a leaked one says what it is.
+RUN_TOKEN_PREFIX = "tlr"
 
 
 class Run(models.Model):
@@ -75,16 +61,16 @@ class Run(models.Model):
     )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="When its Ray job was submitted.")
     resume_from = models.CharField(
-        max_length=500, blank=True, help_text="Checkpoint this run starts from (a resumed run)."
+        max_length=contract.MAX_CHECKPOINT, blank=True, help_text="Checkpoint this run starts from (a resumed run)."
     )
     token_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the run's ingest token.")
     error = models.TextField(blank=True)
     summary = models.JSONField(default=dict, blank=True, help_text="Last value of every metric.")
     last_step = models.IntegerField(null=True, blank=True)
-    metric_keys = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    metric_keys = ArrayField(models.CharField(max_length=contract.MAX_METRIC_KEY), default=list, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     parent_relation = models.CharField(max_length=8, blank=True, choices=[("fork", "fork"), ("resume", "resume")])
-    checkpoint_path = models.CharField(max_length=500, blank=True)
+    checkpoint_path = models.CharField(max_length=contract.MAX_CHECKPOINT, blank=True)
     archived = models.BooleanField(default=False, help_text="Hidden from the runs list unless asked for.")
 
     objects = OwnedQuerySet.as_manager()
@@ -101,6 +87,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
 
     @property
     def is_finished(self) -> bool:
@@ -145,6 +135,7 @@ class Trajectory(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "trajectories"
         ordering = ["step", "prompt_index", "sample_index"]
         constraints = [
             models.UniqueConstraint(

@@ -2,6 +2,7 @@ import json
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser
@@ -9,9 +10,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from trainer.contract import IngestBatch
+from webapp.core.schema import ErrorSerializer
 from webapp.core.tokens import bearer_token
+from webapp.runs.api.serializers import IngestWrittenSerializer
 from webapp.runs.ingest import IngestForbidden, IngestRejected, ingest_batch, stopping
-from webapp.runs.ingest_schema import IngestBatch
 
 
 class RunIngestView(APIView):
@@ -28,15 +31,18 @@ class RunIngestView(APIView):
 
     @extend_schema(
         request=IngestBatch,
+        auth=[{"runToken": []}],
         responses={
             200: OpenApiResponse(
+                IngestWrittenSerializer,
                 description="Counts of what was written; `stop` is true once the run was cancelled (the trainer "
-                "should stop; its final flush within TIRLAB_INGEST_CANCEL_GRACE_S is still kept)."
+                "should stop; its final flush within TIRLAB_INGEST_CANCEL_GRACE_S is still kept).",
             ),
-            400: OpenApiResponse(description="Field errors; nothing written."),
-            403: OpenApiResponse(description="Token not valid for this run."),
-            409: OpenApiResponse(description="The run has finished (and any cancel grace has passed)."),
-            413: OpenApiResponse(description="Batch over the size limit."),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="Field errors; nothing written."),
+            401: OpenApiResponse(ErrorSerializer, description="No `Authorization: Bearer <run token>` header."),
+            403: OpenApiResponse(ErrorSerializer, description="Token not valid for this run."),
+            409: OpenApiResponse(ErrorSerializer, description="The run has finished (its cancel grace is over)."),
+            413: OpenApiResponse(ErrorSerializer, description="Batch over the size limit."),
         },
     )
     def post(self, request, pk: int):
@@ -59,7 +65,8 @@ class RunIngestView(APIView):
         if len(body) > limit:
             return too_big
         try:
-            payload = json.loads(body)
+            # An empty body is an empty batch (a heartbeat), as DRF reads it for every other endpoint.
+            payload = json.loads(body) if body else {}
         except (ValueError, UnicodeDecodeError) as exc:
             return Response({"detail": f"invalid JSON: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
         try:

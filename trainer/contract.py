@@ -1,0 +1,148 @@
+"""What the trainer and the dashboard both rely on, defined once: run statuses, the metric-key rule,
+the size limits, the ingest batch (`POST /api/v1/runs/<id>/ingest`) and the headline metric names.
+
+The trainer builds its reports from these models (trainer/report.py, trainer/train.py) and names its
+headline metrics with these names (trainer/metrics.py); the dashboard validates and stores with the
+same ones (webapp/runs: models, ingest, API schema) and hands statuses and headline names to its
+pages' JavaScript as page data. Nothing else spells them. No Django here: the trainer runs without it.
+
+Pydantic rather than DRF serializers: a batch carries thousands of metric values and is validated on
+the hot path of every trainer report. The field descriptions appear in the OpenAPI schema.
+"""
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints
+
+
+class RunStatus(StrEnum):
+    """queued → starting → running → succeeded | failed | cancelled | lost."""
+
+    QUEUED = "queued"
+    STARTING = "starting"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    LOST = "lost"
+
+
+ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.STARTING, RunStatus.RUNNING)
+FINISHED_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST)
+# What a trainer may report; of these, the finished ones are final. The dashboard itself queues and
+# starts runs, and marks them lost when their heartbeat stops.
+TRAINER_STATUSES = (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# What the columns can hold: integer steps, indexes and token counts, bigint sequence numbers, and
+# times that datetime and PostgreSQL timestamps both represent (before the year 10000).
+INT_MAX = 2**31 - 1
+BIGINT_MAX = 2**63 - 1
+TIME_MAX = 253_402_300_799.0
+
+MAX_METRIC_KEY = 200  # characters of a metric name (and of Run.metric_keys' column)
+MAX_METRIC_VALUES = 2_000  # values in one metric step
+MAX_TURNS = 1_000  # turns in one trajectory
+MAX_LOG_MESSAGE = 100_000  # characters of a log line
+MAX_STATUS_ERROR = 100_000  # characters of a run's error
+MAX_CHECKPOINT = 500  # characters of a checkpoint location (and of Run.checkpoint_path)
+# Items of one ingest batch.
+MAX_METRIC_STEPS = 10_000
+MAX_TRAJECTORIES = 5_000
+MAX_LOG_LINES = 10_000
+
+# Letters, digits and _ @ . : / -; no spaces, commas or '#', so a key reads the same in a URL's
+# `?keys=a,b` and in a chart title.
+METRIC_KEY_PATTERN = rf"^[A-Za-z0-9_@.:/\-]{{1,{MAX_METRIC_KEY}}}$"
+_METRIC_KEY = re.compile(METRIC_KEY_PATTERN)
+
+
+def is_metric_key(key: object) -> bool:
+    """Whether `key` is a name the dashboard stores a metric (or reward component) under."""
+    # fullmatch: `$` alone would let a trailing newline through, which the schema's regex refuses.
+    return isinstance(key, str) and _METRIC_KEY.fullmatch(key) is not None
+
+
+# The run page draws these first, in this order, and prefetches their series.
+ACCURACY = "accuracy"
+TOOL_CALL_RATIO = "tool_call_ratio"
+CODE_IN_CORRECT = "code_in_correct"
+RESPONSE_LENGTH_MEAN = "response_length/mean"
+TOOL_PRODUCTIVITY = "tool_productivity"
+HEADLINE_METRICS = (ACCURACY, TOOL_CALL_RATIO, CODE_IN_CORRECT, RESPONSE_LENGTH_MEAN, TOOL_PRODUCTIVITY)
+
+MetricKey = Annotated[str, StringConstraints(pattern=METRIC_KEY_PATTERN)]
+Number = StrictFloat  # strict: ints are numbers, but true and "1" are not
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class MetricStepIn(_Strict):
+    step: StrictInt = Field(ge=0, le=INT_MAX, description="Training step.")
+    time: Number | None = Field(
+        None, ge=0, le=TIME_MAX, description="Unix time the trainer recorded the step; default: received."
+    )
+    values: dict[MetricKey, Number | None] = Field(
+        max_length=MAX_METRIC_VALUES, description="Metric name → value (null when undefined, e.g. NaN)."
+    )
+
+
+class ChatMessage(_Strict):
+    role: str
+    content: str
+
+
+class TurnIn(_Strict):
+    kind: Literal["model", "tool"] = Field(description="Model-generated text, or a tool's output.")
+    text: str = Field(description="The model's text, or the tool output as fed back to the model.")
+    call: str | None = Field(None, description="The tool call the model made (code, or JSON calls).")
+    status: str | None = Field(None, description="Tool outcome: ok, error, timeout, memory_exceeded, …")
+    duration_ms: Number | None = Field(None, ge=0, description="Tool execution time.")
+
+
+class TrajectoryIn(_Strict):
+    """One sampled rollout of a step: its turns, final answer, reward and token counts."""
+
+    step: StrictInt = Field(ge=0, le=INT_MAX)
+    prompt_index: StrictInt = Field(ge=0, le=INT_MAX, description="Index of the prompt (GRPO group) within the step.")
+    sample_index: StrictInt = Field(ge=0, le=INT_MAX, description="Index of the sample within its group.")
+    prompt: str | list[ChatMessage]
+    turns: list[TurnIn] = Field(default_factory=list, max_length=MAX_TURNS)
+    final_answer: str = ""
+    ground_truth: Any = None
+    reward: Number
+    reward_components: dict[MetricKey, Number | None] = Field(default_factory=dict)
+    correct: StrictBool
+    tool_call_count: StrictInt = Field(0, ge=0, le=INT_MAX)
+    truncated: StrictBool = False
+    prompt_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+    response_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+
+
+class LogLineIn(_Strict):
+    seq: StrictInt = Field(
+        ge=0, le=BIGINT_MAX, description="Trainer's sequence number of the line; a retry with it is ignored."
+    )
+    time: Number | None = Field(None, ge=0, le=TIME_MAX)
+    level: Literal[LOG_LEVELS] = "info"
+    message: str = Field(max_length=MAX_LOG_MESSAGE)
+
+
+class StatusIn(_Strict):
+    status: Literal[TRAINER_STATUSES]
+    error: str = Field("", max_length=MAX_STATUS_ERROR)
+    checkpoint: str | None = Field(None, max_length=MAX_CHECKPOINT, description="Location of the latest checkpoint.")
+
+
+class IngestBatch(_Strict):
+    """Everything a trainer reports; each batch also counts as a heartbeat."""
+
+    metrics: list[MetricStepIn] = Field(default_factory=list, max_length=MAX_METRIC_STEPS)
+    trajectories: list[TrajectoryIn] = Field(default_factory=list, max_length=MAX_TRAJECTORIES)
+    logs: list[LogLineIn] = Field(default_factory=list, max_length=MAX_LOG_LINES)
+    heartbeat: StrictBool = Field(True, description="Accepted for clarity; every batch is a heartbeat.")
+    status: StatusIn | None = None
