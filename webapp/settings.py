@@ -138,20 +138,26 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # A JSON API: form encodings cannot carry its lists and objects (tags, a run config). Uploads opt in.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "webapp.core.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
         "rest_framework.filters.SearchFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "webapp.core.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "webapp.core.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "webapp.core.errors.api_exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # `?format=csv` on the metrics endpoint is ours, not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
 }
 
 SPECTACULAR_SETTINGS = {
+    # 3.1: the ingest schema comes from pydantic, whose optional fields are `anyOf [..., {"type": "null"}]`,
+    # which OpenAPI 3.0 does not allow.
+    "OAS_VERSION": "3.1.0",
     "TITLE": "tirlab API",
     "DESCRIPTION": "Datasets, reward configs, GRPO runs, their metrics and trajectories, and trainer ingest.",
     "VERSION": "1",
@@ -162,9 +168,18 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "runToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A run's ingest token (tlr_…), given once when the run is created; ingest only.",
+            }
+        }
+    },
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "webapp.runs.models.RunStatus",
-        "IngestStatusEnum": ["running", "succeeded", "failed", "cancelled"],
+        "IngestStatusEnum": "trainer.contract.TRAINER_STATUSES",
     },
 }
 

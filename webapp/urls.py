@@ -5,6 +5,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from webapp.core import views as core_views
 
+admin.site.site_header = admin.site.site_title = "tirlab administration"
+
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.health, name="health"),
@@ -17,3 +19,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]
+
+handler404 = core_views.not_found

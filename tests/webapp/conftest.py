@@ -3,10 +3,15 @@
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
-from webapp.runs.models import Experiment, Run
-from webapp.runs.services import run_create
+from tests.django_setup import setup_django
+
+setup_django()  # before the imports below: `pytest tests/webapp/...` imports this file before pytest_configure
+
+from rest_framework.test import APIClient  # noqa: E402
+
+from webapp.runs.models import Experiment, Run  # noqa: E402
+from webapp.runs.services import run_create  # noqa: E402
 
 
 @pytest.fixture

@@ -33,3 +33,10 @@ def test_admin_lists_and_detail_pages_render(client, django_user_model, make_run
         first = model.objects.first()
         if first is not None:
             assert client.get(f"{base}{first.pk}/change/").status_code == 200, base
+
+
+def test_admin_index_names_tirlab_and_its_models_in_plain_english(client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("root", password="root-pw-123"))
+    html = client.get("/admin/").content.decode()
+    assert "tirlab administration" in html and "Django administration" not in html
+    assert "Trajectories" in html and "Trajectorys" not in html

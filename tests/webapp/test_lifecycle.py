@@ -12,7 +12,8 @@ from django.utils import timezone
 from webapp.core.tokens import hash_secret
 from webapp.runs import lifecycle, ray_jobs
 from webapp.runs.models import Run
-from webapp.runs.services import run_cancel, run_transition
+from webapp.runs.services import run_cancel
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,8 @@
 import pytest
 
 from webapp.runs.models import RunLogLine, RunStatus
-from webapp.runs.services import IllegalTransition, run_cancel, run_transition
+from webapp.runs.services import run_cancel
+from webapp.runs.transitions import IllegalTransition, run_transition
 
 pytestmark = pytest.mark.django_db
 

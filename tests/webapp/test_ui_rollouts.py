@@ -4,7 +4,9 @@ import pytest
 from django.test import Client
 
 from webapp.runs.ingest import ingest_batch
-from webapp.ui.rollout_text import Part, split_model_text
+from webapp.runs.models import RunStatus
+from webapp.runs.services import run_cancel
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db
 
@@ -171,10 +173,23 @@ def test_model_text_is_escaped(browser, run):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
+def test_only_an_active_runs_rollouts_page_listens_for_new_steps(browser, run):
+    assert 'data-live="1"' in page(browser, run).content.decode()
+    run_transition(run=run, status=RunStatus.CANCELLED)
+    assert 'data-live=""' in page(browser, run).content.decode()
+
+
 def test_no_rollouts_yet(browser, make_run):
     empty, _ = make_run(name="fresh")
     html = page(browser, empty).content.decode()
     assert "no rollouts yet" in html
+
+
+def test_a_finished_run_without_rollouts_does_not_promise_any(browser, make_run):
+    cancelled, _ = make_run(name="cancelled")
+    run_cancel(run=cancelled)
+    html = page(browser, cancelled).content.decode()
+    assert "This run reported no rollouts." in html and "yet" not in html
 
 
 def test_latest_endpoint(browser, run):
@@ -194,14 +209,37 @@ def test_api_regex_search_and_its_errors(api, run):
     assert long.status_code == 400 and "at most 200" in long.json()["q"][0]
 
 
-def test_split_model_text_keeps_the_text_and_marks_code():
-    text = 'Think.\n```python\nx = 1\n```\nThen <code>y = 2</code> and <tool_call>\n{"a": 1}\n</tool_call>'
-    parts = split_model_text(text)
-    assert "".join(part.text for part in parts) == text
-    assert [p for p in parts if p.kind == "code"] == [
-        Part("code", "x = 1\n", "python"),
-        Part("code", "y = 2", "python"),
-        Part("code", '{"a": 1}\n', "json"),
-    ]
-    truncated = split_model_text("Start\n```python\nwhile True:")
-    assert truncated[-1] == Part("code", "while True:", "python")
+# One model turn and its highlighted call per protocol: the run's config says which protocol it used.
+PROTOCOL_TURNS = [
+    ("python_markdown", "Compute.\n```python\nprint(17*23)\n```\n```output", "python", "print(17*23)\n"),
+    ("retool", "<think>x</think><code>```python\nprint(17*23)\n```</code>", "python", "print(17*23)\n"),
+    ("artist", "<think>x</think>\n<python>\nprint(17*23)\n</python>", "python", "print(17*23)\n"),
+    (
+        "tool_call_json",
+        '<tool_call>\n{"name": "mul", "parameters": {}}\n</tool_call>',
+        "json",
+        "{&quot;name&quot;: &quot;mul&quot;, &quot;parameters&quot;: {}}\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("protocol", "text", "lang", "call"), PROTOCOL_TURNS)
+def test_each_protocols_calls_are_marked_for_highlighting(browser, make_run, protocol, text, lang, call):
+    run, token = make_run(config={"tools": {"protocol": protocol}})
+    one = trajectory(1, 0, 0)
+    one["turns"] = [{"kind": "model", "text": text}]
+    ingest_batch(run_id=run.pk, token=token, payload={"trajectories": [one]})
+    html = page(browser, run).content.decode()
+    assert f'<code data-lang="{lang}">{call}</code>' in html
+    assert html.count("<code data-lang=") == 1
+
+
+@pytest.mark.parametrize(("protocol", "text"), [(name, text) for name, text, _, _ in PROTOCOL_TURNS])
+def test_a_call_holding_markup_is_escaped(browser, make_run, protocol, text):
+    run, token = make_run(config={"tools": {"protocol": protocol}})
+    evil = trajectory(1, 0, 0)
+    evil["turns"] = [{"kind": "model", "text": text.replace("print(17*23)", XSS).replace('"mul"', XSS)}]
+    ingest_batch(run_id=run.pk, token=token, payload={"trajectories": [evil]})
+    html = page(browser, run).content.decode()
+    assert "<script>alert(1)</script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

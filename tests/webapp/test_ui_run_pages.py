@@ -1,12 +1,14 @@
 """The run and compare pages as Django renders them: visibility, and everything readable without JavaScript."""
 
+import json
 from datetime import UTC, datetime
 
 import pytest
 from django.test import Client
 
+from trainer.contract import ACTIVE_STATUSES, HEADLINE_METRICS
 from webapp.runs.models import MetricStep, Run, RunStatus
-from webapp.runs.services import run_log, run_transition
+from webapp.runs.transitions import run_log, run_transition
 
 pytestmark = pytest.mark.django_db
 
@@ -57,6 +59,25 @@ def test_queued_run_shows_its_place_and_a_cancel_form(make_run, owner):
     html = browser_for(owner).get(f"/runs/{run.pk}/").content.decode()
     assert "#1 in the launch queue" in html
     assert 'id="cancel-form"' in html and 'name="csrfmiddlewaretoken"' in html
+
+
+def page_data(html: str, element_id: str) -> dict:
+    """The JSON a page hands its JavaScript (json_script)."""
+    return json.loads(html.split(f'<script id="{element_id}" type="application/json">')[1].split("</script>")[0])
+
+
+def test_the_run_pages_data_carries_the_contracts_headline_names_and_active_statuses(make_run, owner):
+    run, _ = make_run()
+    data = page_data(browser_for(owner).get(f"/runs/{run.pk}/").content.decode(), "run-page-data")
+    assert data["headline"] == list(HEADLINE_METRICS)
+    assert data["activeStatuses"] == list(ACTIVE_STATUSES)
+    assert data["status"] == RunStatus.QUEUED
+
+
+def test_an_unmanaged_queued_run_says_it_waits_for_its_trainer(make_run, owner):
+    run, _ = make_run(managed=False)
+    html = browser_for(owner).get(f"/runs/{run.pk}/").content.decode()
+    assert "waiting for its trainer's first report" in html and "launch queue" not in html
 
 
 def test_latest_metric_values_are_listed_without_javascript(make_run, owner):
@@ -151,3 +172,55 @@ def test_chart_controls_are_hidden_until_javascript_shows_them(make_run, owner):
     run, _ = make_run()
     html = browser_for(owner).get(f"/runs/{run.pk}/").content.decode()
     assert '<label class="js-only" hidden>Smoothing' in html
+
+
+def duration_shown(client: Client, run: Run) -> str:
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    return html.split('<dd id="run-duration">', 1)[1].split("</dd>", 1)[0]
+
+
+def test_duration_is_the_time_the_trainer_ran(make_run, owner):
+    run, _ = make_run()
+    run_transition(run=run, status=RunStatus.STARTING)
+    run_transition(run=run, status=RunStatus.RUNNING)
+    run_transition(run=run, status=RunStatus.SUCCEEDED)
+    started = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    Run.objects.filter(pk=run.pk).update(started_at=started, finished_at=started.replace(hour=13, minute=2, second=5))
+    assert duration_shown(browser_for(owner), run) == "1 h 02 min 05 s"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        [RunStatus.CANCELLED],  # cancelled while queued
+        [RunStatus.FAILED],  # Ray refused the job
+        [RunStatus.STARTING, RunStatus.LOST],  # submitted; its trainer never reported
+        [RunStatus.STARTING, RunStatus.CANCELLED],
+    ],
+)
+def test_a_run_that_finished_without_running_says_it_never_started(make_run, owner, path):
+    run, _ = make_run()
+    for status in path:
+        run_transition(run=run, status=status)
+    assert duration_shown(browser_for(owner), run) == "never started"
+
+
+def test_a_run_still_waiting_has_not_started_yet(make_run, owner):
+    run, _ = make_run()
+    client = browser_for(owner)
+    assert duration_shown(client, run) == "not started yet"
+    run_transition(run=run, status=RunStatus.STARTING)
+    assert duration_shown(client, run) == "not started yet"
+
+
+def test_a_finished_run_without_metrics_does_not_promise_any(make_run, owner):
+    run, _ = make_run()
+    client = browser_for(owner)
+    assert "No metrics reported yet." in client.get(f"/runs/{run.pk}/").content.decode()
+    run_transition(run=run, status=RunStatus.CANCELLED)
+    assert "This run reported no metrics." in client.get(f"/runs/{run.pk}/").content.decode()
+
+
+def test_compare_with_no_runs_at_all_points_to_a_new_run(owner):
+    html = browser_for(owner).get("/compare/").content.decode()
+    assert "You have no runs to compare yet" in html and "tick some below" not in html

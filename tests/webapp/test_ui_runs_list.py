@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from webapp.runs.models import Experiment, MetricStep, Run, RunStatus
-from webapp.runs.services import run_transition
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db
 
@@ -107,39 +107,49 @@ def test_bad_filter_values_are_reported_not_crashing(client, owner, make_run):
     assert len(run_ids(page)) == 1
 
 
+def eta_seconds(page: str) -> int:
+    """The first ETA on the page ("ETA 5m 02s"), in seconds."""
+    minutes, seconds = re.search(r"ETA (\d+)m (\d\d)s", page).groups()
+    return 60 * int(minutes) + int(seconds)
+
+
 def test_the_page_shows_progress_eta_metrics_and_only_the_users_runs(client, owner, stranger, make_run):
     run, _ = make_run(
         name="mine", config={"schedule": {"max_steps": 40}, "model": {"name_or_path": "tirlab/tiny-char"}}
     )
+    make_run(user=stranger, name="not mine")
+    client.force_login(owner)
+    before = timezone.now()
     Run.objects.filter(pk=run.pk).update(
         status=RunStatus.RUNNING,
-        started_at=timezone.now() - timedelta(seconds=100),
+        started_at=before - timedelta(seconds=100),
         last_step=9,
         summary={"accuracy": 0.8125, "tool_call_ratio": 0.25},
     )
-    make_run(user=stranger, name="not mine")
-    client.force_login(owner)
     page = client.get("/runs/").content.decode()
+    waited = (timezone.now() - before).total_seconds()
     assert "not mine" not in page
     assert "10 / 40" in page and 'value="25"' in page
-    # 10 steps in 100 s: 30 steps left take about 300 s.
-    assert re.search(r"ETA (4m 5\d|5m 0\d)s", page)
+    # 10 steps in 100 s (plus however long the request took): 30 steps left take about 300 s.
+    assert 300 <= eta_seconds(page) <= 3 * (100 + waited) + 1
     assert "0.813" in page and "0.250" in page and "tirlab/tiny-char" in page
 
 
 def test_a_resumed_runs_eta_counts_only_the_steps_it_trained(client, owner, make_run):
     parent, _ = make_run(name="parent")
     run, _ = make_run(name="resumed", parent=parent, parent_relation="resume", config={"schedule": {"max_steps": 100}})
-    started = timezone.now() - timedelta(seconds=100)
+    client.force_login(owner)
+    before = timezone.now()
+    started = before - timedelta(seconds=100)
     # It resumed at step 50 and trained steps 50..59 in 100 s: 40 steps left take about 400 s.
     MetricStep.objects.bulk_create(
         MetricStep(run=run, step=step, time=started, values={"accuracy": 0.5}) for step in range(50, 60)
     )
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=started, last_step=59)
-    client.force_login(owner)
     page = client.get("/runs/").content.decode()
+    waited = (timezone.now() - before).total_seconds()
     assert "60 / 100" in page
-    assert re.search(r"ETA 6m [34]\ds", page), re.findall(r"ETA [^<]*", page)
+    assert 400 <= eta_seconds(page) <= 4 * (100 + waited) + 1, re.findall(r"ETA [^<]*", page)
 
 
 def test_fragment_is_the_table_alone(client, owner, make_run):
@@ -191,17 +201,18 @@ def test_bulk_compare_without_javascript_redirects_to_the_compare_page(client, o
     assert "Select at least two runs to compare." in one.content.decode()
 
 
-def test_archived_is_a_filter_and_a_patchable_field_in_the_api(api, make_run):
+def test_archived_is_a_patchable_field_and_hides_the_run_from_the_api_list_too(api, make_run):
     live, _ = make_run(name="live")
     old, _ = make_run(name="old")
     response = api.patch(f"/api/v1/runs/{old.pk}/", {"archived": True}, format="json")
     assert response.status_code == 200, response.json()
     assert api.get(f"/api/v1/runs/{old.pk}/").json()["archived"] is True
-    assert [r["id"] for r in api.get("/api/v1/runs/?archived=true").json()["results"]] == [old.pk]
+    assert [r["id"] for r in api.get("/api/v1/runs/").json()["results"]] == [live.pk]
     assert [r["id"] for r in api.get("/api/v1/runs/?archived=false").json()["results"]] == [live.pk]
-    assert len(api.get("/api/v1/runs/").json()["results"]) == 2
+    assert [r["id"] for r in api.get("/api/v1/runs/?archived=true").json()["results"]] == [old.pk, live.pk]
 
 
+@pytest.mark.slow  # a measurement: 1,000 runs, 16 page loads
 def test_a_thousand_runs_page_server_time(client, owner):
     experiment = Experiment.objects.create(name="big sweep", owner=owner)
     many_runs(owner, 1000, experiment=experiment)

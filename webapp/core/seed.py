@@ -2,18 +2,14 @@
 
 import secrets
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from trainer.data import BUILTIN_FILES
 from trainer.rewards import REWARD_DESCRIPTIONS, REWARD_NAMES, reward_defaults
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_register_builtin
 from webapp.rewards.models import RewardConfig
-
-BUILTIN_DATASETS = [
-    ("gsm8k", "data/gsm8k/train.jsonl", "GSM8K train split (7,473 grade-school math problems, MIT licence)."),
-    ("gsm8k-test", "data/gsm8k/test.jsonl", "GSM8K test split (1,319 problems), for validation."),
-]
+from webapp.rewards.services import reward_config_register_builtin
 
 
 def admin_create_if_missing(*, username: str = "admin", password: str = "") -> str | None:
@@ -27,19 +23,18 @@ def admin_create_if_missing(*, username: str = "admin", password: str = "") -> s
 
 
 def builtin_datasets_seed() -> list[Dataset]:
+    """The trainer's built-in dataset files as rows, so a name means the same file on both sides."""
     return [
-        dataset_register_builtin(name=name, path=settings.BASE_DIR / relative, description=description)
-        for name, relative, description in BUILTIN_DATASETS
+        dataset_register_builtin(name=dataset.name, path=dataset.path, description=dataset.description)
+        for dataset in BUILTIN_FILES.values()
     ]
 
 
 def builtin_reward_configs_seed() -> list[RewardConfig]:
     defaults = reward_defaults()
     return [
-        RewardConfig.objects.update_or_create(
-            builtin=True,
-            name=name,
-            defaults={"reward": name, "params": defaults[name], "description": REWARD_DESCRIPTIONS[name]},
-        )[0]
+        reward_config_register_builtin(
+            name=name, reward=name, params=defaults[name], description=REWARD_DESCRIPTIONS[name]
+        )
         for name in REWARD_NAMES
     ]

@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views import defaults
 from django.views.decorators.http import require_GET
 
 from webapp.accounts.models import ApiToken
@@ -54,3 +55,10 @@ def health(request: HttpRequest) -> JsonResponse:
         checks["redis"] = f"error: {exc}"
     healthy = all(value == "ok" for value in checks.values())
     return JsonResponse({"status": "ok" if healthy else "error", **checks}, status=200 if healthy else 503)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A path under /api/ that matches no route answers JSON, like every other API error."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)

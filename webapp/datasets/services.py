@@ -1,16 +1,21 @@
-"""Writes to datasets: an upload is validated in full before anything is stored."""
+"""Writes to datasets, with one set of rules for the datasets page and the API: an upload is
+validated in full before anything is stored; built-in datasets and other users' cannot be changed."""
 
 import tempfile
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from trainer.data import DatasetError, DatasetInfo, inspect_dataset
+from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
+
+NAME_MAX = Dataset._meta.get_field("name").max_length
 
 
 def _fields(info: DatasetInfo) -> dict:
@@ -24,10 +29,18 @@ def _fields(info: DatasetInfo) -> dict:
     }
 
 
+def _check_name(name: str) -> None:
+    if len(name) > NAME_MAX:
+        raise ValidationError({"name": [f"At most {NAME_MAX} characters."]})
+
+
 def dataset_create_from_upload(
     *, user: AbstractBaseUser, upload: UploadedFile, name: str = "", description: str = ""
 ) -> Dataset:
-    """Validate an uploaded file and store it; raises DatasetError and stores nothing if it is bad."""
+    """Validate an uploaded file and store it, named `name` or after the file; raises DatasetError
+    (the file) or ValidationError (the name) and stores nothing if either is bad."""
+    name, description = name.strip(), description.strip()
+    _check_name(name)
     if upload.size is not None and upload.size > settings.DATASET_MAX_BYTES:
         mb = 1024 * 1024
         raise DatasetError(
@@ -67,7 +80,31 @@ def dataset_register_builtin(*, name: str, path: Path, description: str) -> Data
     return dataset
 
 
-def dataset_delete(*, dataset: Dataset) -> None:
+def _check_may_change(dataset: Dataset, user: AbstractBaseUser) -> None:
+    if not may_change(user, dataset):
+        raise PermissionDenied("Built-in datasets and other users' datasets cannot be changed.")
+
+
+def dataset_update(
+    *, dataset: Dataset, user: AbstractBaseUser, name: str | None = None, description: str | None = None
+) -> Dataset:
+    """Rename or describe a dataset; its file and what was read from it never change."""
+    _check_may_change(dataset, user)
+    if name is not None:
+        name = name.strip()
+        if not name:
+            raise ValidationError({"name": ["Give the dataset a name."]})
+        _check_name(name)
+        dataset.name = name
+    if description is not None:
+        dataset.description = description.strip()
+    dataset.save(update_fields=["name", "description"])
+    return dataset
+
+
+def dataset_delete(*, dataset: Dataset, user: AbstractBaseUser) -> None:
+    """Delete the row, and its stored file once that commits."""
+    _check_may_change(dataset, user)
     stored = dataset.file.name if dataset.file else ""
     with transaction.atomic():
         dataset.delete()

@@ -15,7 +15,7 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["status", "preset"]
     search_fields = ["name", "description", "ray_job_id"]
     raw_id_fields = ["experiment", "parent"]
-    # Status changes go through the state machine in services, not through a form.
+    # Status changes go through the state machine (webapp.runs.transitions), not through a form.
     readonly_fields = ["status", "token_hash", "summary", "metric_keys", "last_step", "heartbeat_at"]
 
 

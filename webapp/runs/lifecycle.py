@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from webapp.core.tokens import hash_secret, new_secret
 from webapp.runs import ray_jobs
-from webapp.runs.models import Run, RunStatus
-from webapp.runs.services import RUN_TOKEN_PREFIX, IllegalTransition, run_log, run_transition
+from webapp.runs.models import RUN_TOKEN_PREFIX, Run, RunStatus
+from webapp.runs.transitions import IllegalTransition, run_log, run_transition
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,111 @@
-"""Reads of runs: metric series (downsampled on the server), trajectories, logs."""
+"""Reads of runs: the runs list, metric series (downsampled on the server), trajectories, logs."""
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from django.db import DataError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import F, Func, Min, Q, QuerySet
 
-from webapp.runs.models import MetricStep, Run, RunStatus, Trajectory
+from webapp.runs.models import Experiment, MetricStep, Run, RunStatus, Trajectory
+
+# The runs list's sort keys, the same for the runs page (?sort=KEY) and the API (?ordering=KEY):
+# KEY sorts ascending, -KEY descending; runs without the value (no step yet) sort last.
+RUN_SORTS: dict[str, F] = {
+    "created": F("created_at"),
+    "name": F("name"),
+    "status": F("status"),
+    "experiment": F("experiment__name"),
+    "step": F("last_step"),
+    "finished": F("finished_at"),
+    "accuracy": F("summary__accuracy"),
+    "tool_call_ratio": F("summary__tool_call_ratio"),
+}
+DEFAULT_RUN_SORT = "-created"
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """Which runs the runs list shows, and in which order (each door reads its own parameters into this)."""
+
+    q: str = ""
+    statuses: tuple[str, ...] = ()
+    experiment: int | None = None
+    preset: str = ""
+    parent: int | None = None
+    tags: tuple[str, ...] = ()
+    archived: bool = False
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    sort: str = DEFAULT_RUN_SORT
+
+
+def run_list(*, user, filters: RunFilters) -> QuerySet[Run]:
+    """The runs `user` may see that match `filters`, sorted: the runs page and GET /api/v1/runs/ both list this.
+
+    - Archived runs are hidden unless `archived` is set (the page's "Show archived" box, the API's
+      archived=true), which lists them along with the others: archiving tucks a run away, it does
+      not make it the only thing you see.
+    - `statuses`: any of them; `tags`: every one of them; `experiment`, `preset`, `parent`: equal.
+    - `created_after` is inclusive, `created_before` exclusive.
+    - `q`: a case-insensitive part of the name, description or experiment name, the exact preset
+      or tag, or a run id (``12`` or ``#12``).
+    - `sort`: a RUN_SORTS key, '-' first for descending; the newest id first among equals.
+    """
+    runs = Run.objects.visible_to(user).select_related("experiment", "owner")
+    if not filters.archived:
+        runs = runs.filter(archived=False)
+    if filters.statuses:
+        runs = runs.filter(status__in=filters.statuses)
+    if filters.experiment is not None:
+        runs = runs.filter(experiment_id=filters.experiment)
+    if filters.preset:
+        runs = runs.filter(preset=filters.preset)
+    if filters.parent is not None:
+        runs = runs.filter(parent_id=filters.parent)
+    if filters.tags:
+        runs = runs.filter(tags__contains=list(filters.tags))
+    if filters.created_after is not None:
+        runs = runs.filter(created_at__gte=filters.created_after)
+    if filters.created_before is not None:
+        runs = runs.filter(created_at__lt=filters.created_before)
+    if filters.q:
+        q = filters.q
+        match = Q(name__icontains=q) | Q(description__icontains=q) | Q(experiment__name__icontains=q)
+        match |= Q(preset__iexact=q) | Q(tags__contains=[q])
+        if q.lstrip("#").isdigit():
+            match |= Q(pk=int(q.lstrip("#")))
+        runs = runs.filter(match)
+    expression = RUN_SORTS[filters.sort.removeprefix("-")]
+    order = expression.desc(nulls_last=True) if filters.sort.startswith("-") else expression.asc(nulls_last=True)
+    return runs.order_by(order, "-pk")
+
+
+def run_filter_choices(*, user) -> dict[str, Any]:
+    """The experiments and tags the runs list's filter menus offer: those of the user's runs."""
+    tags = (
+        Run.objects.visible_to(user)
+        .annotate(tag=Func(F("tags"), function="unnest"))
+        .values_list("tag", flat=True)
+        .distinct()
+        .order_by("tag")
+    )
+    return {
+        "experiments": Experiment.objects.visible_to(user).order_by("name").only("pk", "name"),
+        "tags": list(tags),
+        "statuses": RunStatus.values,
+    }
+
+
+def run_first_steps(runs: list[Run]) -> dict[int, int]:
+    """Run id -> first step it reported, for the running resumed runs among `runs` (their steps
+    continue the parent's, so their pace counts only the steps they trained themselves)."""
+    resumed = [run.pk for run in runs if run.parent_relation == "resume" and run.status == RunStatus.RUNNING]
+    if not resumed:
+        return {}
+    rows = MetricStep.objects.filter(run_id__in=resumed).values("run_id").annotate(first=Min("step"))
+    return {row["run_id"]: row["first"] for row in rows}
 
 XAxis = Literal["step", "time"]
 

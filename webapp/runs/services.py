@@ -1,26 +1,62 @@
-"""Writes to runs: creation, forks, the status state machine."""
+"""Writes to experiments and runs: creation, metadata, forks, resumes, cancel, archive, delete.
+
+The pages and the API call these with what the user sent; every rule about what may be written
+(names, tags, presets, who may use which experiment, which runs may go) is here, once. A refusal
+is a ConfigError for a run (its field errors sit beside the config's), a ValidationError for an
+experiment, or a Conflict (a run's state forbids it). Status changes are webapp.runs.transitions';
+the Ray side of a run is webapp.runs.tasks', queued after the commit.
+"""
 
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
-from trainer.config import ConfigError, merge_overrides, validate_config
+from trainer.config import DATASET_REF_PREFIX, ConfigError, merge_overrides, validate_config
+from trainer.presets import PRESETS
+from webapp.core.errors import Conflict
 from webapp.core.tokens import hash_secret, new_secret
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
 from webapp.runs.events import publish_run_events
-from webapp.runs.models import ACTIVE_STATUSES, RUN_TRANSITIONS, Experiment, Run, RunLogLine, RunStatus
+from webapp.runs.models import ACTIVE_STATUSES, RUN_TOKEN_PREFIX, Experiment, Run, RunStatus
+from webapp.runs.tasks import launch_queued_runs, stop_run_job
+from webapp.runs.transitions import run_log, run_transition
 
-RUN_TOKEN_PREFIX = "tlr"
-DATASET_REF_PREFIX = "dataset:"
+NAME_MAX = Run._meta.get_field("name").max_length
+TAG_MAX = Run._meta.get_field("tags").base_field.max_length
 
 
-class IllegalTransition(Exception):
-    def __init__(self, run: Run, target: str):
-        self.current, self.target = run.status, target
-        super().__init__(f"run {run.pk} cannot go from {run.status} to {target}")
+def _name_errors(name: str, *, missing: str) -> list[str]:
+    if not name:
+        return [missing]
+    if len(name) > NAME_MAX:
+        return [f"At most {NAME_MAX} characters."]
+    return []
+
+
+def _tags(tags: list[str] | None) -> list[str]:
+    return [tag.strip() for tag in tags or [] if tag.strip()]
+
+
+def _tag_errors(tags: list[str]) -> list[str]:
+    return [f"Each tag has at most {TAG_MAX} characters."] if any(len(tag) > TAG_MAX for tag in tags) else []
+
+
+def run_metadata_errors(
+    *, name: str, tags: list[str] | None = None, preset: str = "", parent: Run | None = None
+) -> dict[str, list[str]]:
+    """What is wrong with a run's name, tags and preset, by field (empty when nothing is).
+
+    A preset must be one of trainer.presets, except that a fork or a resume keeps its parent's."""
+    errors = {
+        "name": _name_errors(name.strip(), missing="Give the run a name."),
+        "tags": _tag_errors(_tags(tags)),
+    }
+    if preset and preset not in PRESETS and (parent is None or preset != parent.preset):
+        errors["preset"] = [f"Unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}."]
+    return {field: messages for field, messages in errors.items() if messages}
 
 
 def _resolve_dataset(ref: str | None, *, user: AbstractBaseUser, field: str, sources: dict) -> str | None:
@@ -72,9 +108,10 @@ def resolve_config(
     return resolved, sources
 
 
-def _check_experiment(experiment: Experiment | None, user: AbstractBaseUser) -> None:
+def _experiment_errors_for_run(experiment: Experiment | None, user: AbstractBaseUser) -> dict[str, list[str]]:
     if experiment is not None and not Experiment.objects.visible_to(user).filter(pk=experiment.pk).exists():
-        raise ConfigError({"experiment": ["no such experiment"]})
+        return {"experiment": ["no such experiment"]}
+    return {}
 
 
 @transaction.atomic
@@ -98,14 +135,21 @@ def run_create(
     A managed run is launched by tirlab as a Ray job once it commits and capacity allows (its
     launcher mints the token the trainer uses, so the token returned here is "" ). An unmanaged run
     is for a trainer you start yourself: the token returned (shown once) is the one it reports with.
+    Every problem with the metadata and the config is reported at once, as one ConfigError.
     """
-    _check_experiment(experiment, user)
-    snapshot, sources = resolve_config(config=config, user=user, reward_config=reward_config)
+    errors = run_metadata_errors(name=name, tags=tags, preset=preset, parent=parent)
+    errors.update(_experiment_errors_for_run(experiment, user))
+    try:
+        snapshot, sources = resolve_config(config=config, user=user, reward_config=reward_config)
+    except ConfigError as exc:
+        raise ConfigError(errors | exc.errors) from None
+    if errors:
+        raise ConfigError(errors)
     token = "" if managed else new_secret(RUN_TOKEN_PREFIX)
     run = Run.objects.create(
-        name=name,
+        name=name.strip(),
         description=description,
-        tags=tags or [],
+        tags=_tags(tags),
         experiment=experiment,
         owner=user,
         preset=preset,
@@ -125,8 +169,6 @@ def run_create(
 
 
 def _queue_launch() -> None:
-    from webapp.runs.tasks import launch_queued_runs
-
     launch_queued_runs.delay()
 
 
@@ -153,54 +195,6 @@ def run_fork(
     )
 
 
-def run_transition(*, run: Run, status: str, error: str = "", reason: str = "") -> Run:
-    """Move a run along the state machine; an illegal move raises IllegalTransition and changes nothing."""
-    with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
-        if status not in RUN_TRANSITIONS[locked.status]:
-            raise IllegalTransition(locked, status)
-        now = timezone.now()
-        previous = locked.status
-        locked.status = status
-        fields = ["status"]
-        if status == RunStatus.RUNNING and locked.started_at is None:
-            locked.started_at = now
-            fields.append("started_at")
-        if status not in ACTIVE_STATUSES:
-            locked.finished_at = now
-            fields.append("finished_at")
-        if error:
-            locked.error = error
-            fields.append("error")
-        locked.save(update_fields=fields)
-        run_log(
-            run=locked,
-            message=f"status {previous} → {status}" + (f": {reason or error}" if reason or error else ""),
-            level="error" if status in (RunStatus.FAILED, RunStatus.LOST) else "info",
-        )
-        iso = lambda t: t.isoformat() if t else None  # noqa: E731
-        publish_run_events(
-            locked,
-            [
-                (
-                    "status",
-                    {
-                        "status": status,
-                        "previous": previous,
-                        "error": locked.error,
-                        # The run page shows the timings; a status change is when they change.
-                        "started_at": iso(locked.started_at),
-                        "finished_at": iso(locked.finished_at),
-                        "heartbeat_at": iso(locked.heartbeat_at),
-                    },
-                )
-            ],
-            list_event="run.updated",
-        )
-    run.refresh_from_db()
-    return run
-
-
 def run_cancel(*, run: Run) -> Run:
     """Cancel a run that has not finished; a managed run's Ray job is stopped once that commits.
 
@@ -212,8 +206,6 @@ def run_cancel(*, run: Run) -> Run:
 
 
 def _queue_stop(run_id: int) -> None:
-    from webapp.runs.tasks import stop_run_job
-
     stop_run_job.delay(run_id)
 
 
@@ -238,17 +230,6 @@ def run_resume(*, run: Run, user: AbstractBaseUser, max_steps: int | None = None
     )
 
 
-def run_log(*, run: Run, message: str, level: str = "info") -> RunLogLine:
-    """A log line written by tirlab itself (not the trainer)."""
-    line = RunLogLine.objects.create(run=run, time=timezone.now(), level=level, source="tirlab", message=message)
-    publish_run_events(run, [("logs", {"lines": [log_line_payload(line)]})])
-    return line
-
-
-def log_line_payload(line: RunLogLine) -> dict[str, Any]:
-    return {"time": line.time.isoformat(), "level": line.level, "source": line.source, "message": line.message}
-
-
 def runs_set_archived(*, runs: list[Run], archived: bool) -> int:
     """Archive runs (hidden from the runs list unless asked for) or bring them back; returns how many changed."""
     changed = 0
@@ -260,3 +241,83 @@ def runs_set_archived(*, runs: list[Run], archived: bool) -> int:
                 publish_run_events(run, [], list_event="run.updated")
                 changed += 1
     return changed
+
+
+def run_update(
+    *,
+    run: Run,
+    name: str | None = None,
+    description: str | None = None,
+    tags: list[str] | None = None,
+    archived: bool | None = None,
+) -> Run:
+    """Change a run's name, description, tags or archived flag (its config and status never change here)."""
+    errors = run_metadata_errors(name=run.name if name is None else name, tags=tags)
+    if errors:
+        raise ConfigError(errors)
+    if name is not None:
+        run.name = name.strip()
+    if description is not None:
+        run.description = description
+    if tags is not None:
+        run.tags = _tags(tags)
+    if archived is not None:
+        run.archived = archived
+    with transaction.atomic():
+        run.save(update_fields=["name", "description", "tags", "archived"])
+        publish_run_events(run, [], list_event="run.updated")
+    return run
+
+
+def run_delete(*, run: Run) -> None:
+    """Delete a finished run with its metrics, trajectories and logs; an active one must be cancelled first."""
+    if not run.is_finished:
+        raise Conflict(f"run is {run.status}; cancel it first")
+    run.delete()
+
+
+def _experiment_errors(
+    *, owner: AbstractBaseUser, name: str, tags: list[str], experiment: Experiment | None = None
+) -> dict[str, list[str]]:
+    errors = {"name": _name_errors(name, missing="Give the experiment a name."), "tags": _tag_errors(tags)}
+    clash = Experiment.objects.filter(owner=owner, name=name)
+    if experiment is not None:
+        clash = clash.exclude(pk=experiment.pk)
+    if not errors["name"] and clash.exists():
+        errors["name"] = [f"There is already an experiment named {name!r}; choose it from the list."]
+    return {field: messages for field, messages in errors.items() if messages}
+
+
+def experiment_create(
+    *, user: AbstractBaseUser, name: str, description: str = "", tags: list[str] | None = None
+) -> Experiment:
+    """A new experiment of `user`'s; names are unique per owner."""
+    name, tags = name.strip(), _tags(tags)
+    errors = _experiment_errors(owner=user, name=name, tags=tags)
+    if errors:
+        raise ValidationError(errors)
+    return Experiment.objects.create(owner=user, name=name, description=description, tags=tags)
+
+
+def experiment_update(
+    *, experiment: Experiment, name: str | None = None, description: str | None = None, tags: list[str] | None = None
+) -> Experiment:
+    """Change the given fields; the name stays unique among its owner's experiments."""
+    name = experiment.name if name is None else name.strip()
+    tags = experiment.tags if tags is None else _tags(tags)
+    errors = _experiment_errors(owner=experiment.owner, name=name, tags=tags, experiment=experiment)
+    if errors:
+        raise ValidationError(errors)
+    experiment.name, experiment.tags = name, tags
+    if description is not None:
+        experiment.description = description
+    experiment.save()
+    return experiment
+
+
+def experiment_delete(*, experiment: Experiment) -> None:
+    """Delete an experiment and its runs, once none of them is active (as `run_delete` asks of one run)."""
+    active = list(experiment.runs.filter(status__in=ACTIVE_STATUSES).values_list("pk", flat=True))
+    if active:
+        raise Conflict(f"runs {', '.join(f'#{pk}' for pk in active)} of this experiment are active; cancel them first")
+    experiment.delete()

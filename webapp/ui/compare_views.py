@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from trainer.contract import HEADLINE_METRICS
 from webapp.runs.models import Run
 from webapp.ui.config_table import config_diff
-from webapp.ui.run_views import HEADLINE_METRICS
 
 MAX_RUNS = 8
 PICKER_RUNS = 50

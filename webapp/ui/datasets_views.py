@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from trainer.data import DatasetError, DatasetFormat, iter_examples
 from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, apply_template
 from trainer.protocols import PROTOCOL_NAMES
+from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_create_from_upload, dataset_delete
 
@@ -29,29 +30,26 @@ def _visible(request: HttpRequest, pk: int) -> Dataset:
     return get_object_or_404(Dataset.objects.visible_to(request.user).select_related("owner"), pk=pk)
 
 
-def _may_delete(user, dataset: Dataset) -> bool:
-    return not dataset.builtin and (user.is_staff or dataset.owner_id == user.pk)
-
-
 @login_required
 def dataset_list(request: HttpRequest) -> HttpResponse:
     upload_error = None
     status = 200
     if request.method == "POST":
         upload = request.FILES.get("file")
-        name = request.POST.get("name", "").strip()
-        description = request.POST.get("description", "").strip()
         if upload is None:
             upload_error = "Choose a file to upload."
-        elif len(name) > 200:
-            upload_error = "The name is longer than 200 characters."
         else:
             try:
                 dataset = dataset_create_from_upload(
-                    user=request.user, upload=upload, name=name, description=description
+                    user=request.user,
+                    upload=upload,
+                    name=request.POST.get("name", ""),
+                    description=request.POST.get("description", ""),
                 )
             except DatasetError as exc:
                 upload_error = str(exc)
+            except ValidationError as exc:
+                upload_error = " ".join(exc.messages)
             else:
                 messages.success(request, f"Uploaded {dataset.name}: {dataset.row_count} rows, {dataset.format}.")
                 return redirect("dataset-detail", pk=dataset.pk)
@@ -59,7 +57,7 @@ def dataset_list(request: HttpRequest) -> HttpResponse:
     visible = Dataset.objects.visible_to(request.user).select_related("owner")
     page = Paginator(visible.order_by("-builtin", "-created_at", "-pk"), PAGE_SIZE).get_page(request.GET.get("page"))
     for dataset in page:
-        dataset.may_delete = _may_delete(request.user, dataset)
+        dataset.may_delete = may_change(request.user, dataset)
     return render(
         request,
         "ui/datasets.html",
@@ -117,7 +115,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "protocols": PROTOCOL_NAMES,
             "templates": list(TEMPLATES),
             "default_template": DEFAULT_TEMPLATES[protocol],
-            "may_delete": _may_delete(request.user, dataset),
+            "may_delete": may_change(request.user, dataset),
         },
     )
 
@@ -126,8 +124,6 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def dataset_remove(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _visible(request, pk)
-    if not _may_delete(request.user, dataset):
-        raise PermissionDenied("Built-in datasets and other users' datasets cannot be deleted.")
-    dataset_delete(dataset=dataset)
+    dataset_delete(dataset=dataset, user=request.user)
     messages.success(request, f"Deleted dataset {dataset.name}.")
     return redirect("datasets")

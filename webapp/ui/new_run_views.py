@@ -3,21 +3,19 @@
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from trainer.config import ConfigError, config_json_schema, default_config
+from trainer.config import DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
 from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
 from webapp.runs.models import Experiment
-from webapp.runs.services import DATASET_REF_PREFIX, run_create
+from webapp.runs.services import experiment_create, run_create, run_metadata_errors
 from webapp.ui.config_form import attach_errors, config_sections, parse_config
-
-TAG_MAX = 64
-NAME_MAX = 200
 
 
 def _preset_configs() -> dict[str, dict[str, Any]]:
@@ -37,8 +35,8 @@ def _dataset_choices(user) -> list[dict[str, str]]:
 
 
 def _meta_from(data) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """Name, description, experiment, tags, reward config and preset from the submitted form."""
-    errors: dict[str, list[str]] = {}
+    """Name, description, experiment, tags, reward config and preset from the submitted form, and
+    what run_create will refuse in them (asked now, to show with the config's errors)."""
     meta = {
         "name": data.get("name", "").strip(),
         "description": data.get("description", "").strip(),
@@ -48,17 +46,8 @@ def _meta_from(data) -> tuple[dict[str, Any], dict[str, list[str]]]:
         "reward_config": data.get("reward_config", ""),
         "preset": data.get("preset", ""),
     }
-    if not meta["name"]:
-        errors["name"] = ["Give the run a name."]
-    elif len(meta["name"]) > NAME_MAX:
-        errors["name"] = [f"At most {NAME_MAX} characters."]
-    tags = [tag.strip() for tag in meta["tags"].split(",") if tag.strip()]
-    if any(len(tag) > TAG_MAX for tag in tags):
-        errors["tags"] = [f"Each tag has at most {TAG_MAX} characters."]
-    meta["tag_list"] = tags
-    if meta["preset"] and meta["preset"] not in PRESETS:
-        errors["preset"] = [f"Unknown preset {meta['preset']!r}."]
-    return meta, errors
+    meta["tag_list"] = meta["tags"].split(",")
+    return meta, run_metadata_errors(name=meta["name"], tags=meta["tag_list"], preset=meta["preset"])
 
 
 def _lookup(model_objects, value: str, user, field: str, errors: dict[str, list[str]]):
@@ -80,7 +69,7 @@ def _launch(request: HttpRequest, meta: dict[str, Any], config: dict, errors: di
     try:
         with transaction.atomic():
             if meta["new_experiment"]:
-                experiment, _ = Experiment.objects.get_or_create(owner=user, name=meta["new_experiment"][:200])
+                experiment = experiment_create(user=user, name=meta["new_experiment"])
             run, _ = run_create(
                 user=user,
                 name=meta["name"],
@@ -92,6 +81,9 @@ def _launch(request: HttpRequest, meta: dict[str, Any], config: dict, errors: di
                 preset=meta["preset"],
                 managed=True,
             )
+    except ValidationError as exc:  # the new experiment's
+        errors["new_experiment"] = exc.message_dict.get("name", exc.messages)
+        return None
     except ConfigError as exc:
         errors.update(exc.errors)
         return None

@@ -3,7 +3,7 @@ generated from a reward's schema to try it on a pasted completion or save it as 
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,8 +18,10 @@ from trainer.rewards import (
     score_group,
     validate_reward_params,
 )
+from webapp.core.permissions import may_change
 from webapp.rewards.models import RewardConfig
-from webapp.ui.reward_forms import attach_errors, param_fields, params_from_post
+from webapp.rewards.services import reward_config_create, reward_config_delete
+from webapp.ui.reward_forms import ParamField, attach_errors, param_fields, params_from_post
 
 DEFAULT_REWARD = "torl"
 
@@ -27,7 +29,7 @@ DEFAULT_REWARD = "torl"
 def _configs(user) -> list[RewardConfig]:
     configs = list(RewardConfig.objects.visible_to(user).select_related("owner").order_by("-builtin", "name"))
     for config in configs:
-        config.may_delete = not config.builtin and (user.is_staff or config.owner_id == user.pk)
+        config.may_delete = may_change(user, config)
     return configs
 
 
@@ -74,21 +76,22 @@ def _try(reward: str, params: dict, completion: str, ground_truth: str, step: in
     return result
 
 
-def _save(request: HttpRequest, reward: str, params: dict, errors: list[str]) -> RewardConfig | None:
-    name = request.POST.get("name", "").strip()
-    if not name:
-        errors.append("Give the reward config a name to save it.")
-    elif len(name) > 200:
-        errors.append("The name is longer than 200 characters.")
-    if errors:
+def _save(
+    request: HttpRequest, reward: str, params: dict, fields: list[ParamField], errors: list[str]
+) -> RewardConfig | None:
+    try:
+        return reward_config_create(
+            user=request.user,
+            name=request.POST.get("name", ""),
+            reward=reward,
+            params=params,
+            description=request.POST.get("description", ""),
+        )
+    except ValidationError as exc:
+        by_field = exc.message_dict
+        errors.extend(by_field.pop("name", []))
+        errors.extend(attach_errors(fields, by_field))
         return None
-    return RewardConfig.objects.create(
-        name=name,
-        description=request.POST.get("description", "").strip(),
-        owner=request.user,
-        reward=reward,
-        params=params,
-    )
 
 
 @login_required
@@ -110,7 +113,7 @@ def reward_list(request: HttpRequest) -> HttpResponse:
         if any(spec.errors for spec in fields) or errors:
             errors.insert(0, "Some parameters are not valid; see the fields below.")
         elif request.POST.get("action") == "save":
-            config = _save(request, reward, params, errors)
+            config = _save(request, reward, params, fields, errors)
             if config is not None:
                 messages.success(request, f"Saved reward config {config.name}.")
                 return redirect(f"{reward_url(reward)}#configs")
@@ -151,8 +154,6 @@ def reward_url(reward: str) -> str:
 @require_POST
 def reward_config_remove(request: HttpRequest, pk: int) -> HttpResponse:
     config = get_object_or_404(RewardConfig.objects.visible_to(request.user), pk=pk)
-    if config.builtin or not (request.user.is_staff or config.owner_id == request.user.pk):
-        raise PermissionDenied("Built-in reward configs and other users' configs cannot be deleted.")
-    config.delete()
+    reward_config_delete(config=config, user=request.user)
     messages.success(request, f"Deleted reward config {config.name}.")
     return redirect(f"{reverse('rewards')}#configs")

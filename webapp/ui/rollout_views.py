@@ -20,10 +20,11 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
-from webapp.runs.ingest_schema import INT_MAX
+from trainer.config import ToolConfig
+from trainer.contract import INT_MAX
+from trainer.protocols import Protocol, TextPart, get_protocol
 from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
-from webapp.ui.rollout_text import split_model_text
 
 GROUPS_PER_PAGE = 4
 SEARCH_PAGE_SIZE = 50
@@ -72,14 +73,19 @@ def _query(params: dict[str, Any]) -> str:
 @dataclass
 class TurnView:
     kind: str
-    parts: list = field(default_factory=list)  # model turns: prose and code
+    parts: list[TextPart] = field(default_factory=list)  # model turns: prose and calls
     text: str = ""  # tool turns: the output
     call: str = ""  # tool turns: the code or call, when the model turn above does not show it
     status: str = ""
     duration_ms: float | None = None
 
 
-def _turn_views(turns: list[dict]) -> list[TurnView]:
+def run_protocol(run: Run) -> Protocol:
+    """The tool protocol the run's config names (the config's default where it names none)."""
+    return get_protocol(run.config.get("tools", {}).get("protocol", ToolConfig.model_fields["protocol"].default))
+
+
+def _turn_views(turns: list[dict], protocol: Protocol) -> list[TurnView]:
     views: list[TurnView] = []
     previous_model_text = ""
     for turn in turns:
@@ -96,7 +102,7 @@ def _turn_views(turns: list[dict]) -> list[TurnView]:
             )
         else:
             previous_model_text = turn.get("text", "")
-            views.append(TurnView(kind="model", parts=split_model_text(previous_model_text)))
+            views.append(TurnView(kind="model", parts=protocol.call_parts(previous_model_text)))
     return views
 
 
@@ -106,8 +112,8 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | None]) -> Trajectory:
-    trajectory.turn_views = _turn_views(trajectory.turns)
+def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | None], protocol: Protocol) -> Trajectory:
+    trajectory.turn_views = _turn_views(trajectory.turns, protocol)
     trajectory.ground_truth_text = _as_text(trajectory.ground_truth)
     trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
     trajectory.deep_link = (
@@ -176,6 +182,7 @@ def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
     page_prompts = shown[(page - 1) * GROUPS_PER_PAGE : page * GROUPS_PER_PAGE]
 
     target = (data["prompt"], data["sample"])
+    protocol = run_protocol(run)
     groups: dict[int, dict[str, Any]] = {}
     for trajectory in matching.filter(step=step, prompt_index__in=page_prompts):
         group = groups.setdefault(
@@ -189,7 +196,7 @@ def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
                 "trajectories": [],
             },
         )
-        group["trajectories"].append(_trajectory_view(trajectory, target))
+        group["trajectories"].append(_trajectory_view(trajectory, target, protocol))
     if (
         data["prompt"] is not None
         and data["sample"] is not None
@@ -204,6 +211,7 @@ def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
 
     context.update(
         step=step,
+        call_language=protocol.call_language,
         prev_url=step_url(prev_step),
         next_url=step_url(next_step),
         prev_step=prev_step,

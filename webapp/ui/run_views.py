@@ -12,13 +12,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from trainer.config import ConfigError
+from trainer.contract import HEADLINE_METRICS
 from webapp.runs.models import ACTIVE_STATUSES, MetricStep, Run, RunStatus
 from webapp.runs.selectors import queue_positions
-from webapp.runs.services import IllegalTransition, run_cancel, run_fork, run_resume
+from webapp.runs.services import run_cancel, run_fork, run_resume
+from webapp.runs.transitions import IllegalTransition
 from webapp.ui.config_table import config_rows
 
-# The headline metrics of tool-integrated RL, drawn first (trainer/metrics.py names them so).
-HEADLINE_METRICS = ["accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "tool_productivity"]
 LOG_LINES_SHOWN = 200
 # Buckets per series on the charts: a chart is about 400 px wide, so still finer than a pixel.
 CHART_POINTS = 500
@@ -31,8 +31,11 @@ def visible_run(request: HttpRequest, run_id: int) -> Run:
 
 
 def _duration(run: Run) -> str:
+    """How long its trainer has run: from its first report (started_at) to the end or now. A run
+    that finished without one (failed or cancelled in the queue, lost before its trainer reported)
+    never ran."""
     if run.started_at is None:
-        return ""
+        return "never started" if run.is_finished else "not started yet"
     seconds = int(((run.finished_at or timezone.now()) - run.started_at).total_seconds())
     hours, rest = divmod(max(seconds, 0), 3600)
     minutes, seconds = divmod(rest, 60)
@@ -52,7 +55,10 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "status": run.status,
         "lastStep": run.last_step,
         "metricKeys": list(run.metric_keys),
-        "headline": HEADLINE_METRICS,
+        # Drawn first and prefetched; with the statuses that can still change, what the page's JS
+        # knows of the trainer <-> dashboard contract.
+        "headline": list(HEADLINE_METRICS),
+        "activeStatuses": list(ACTIVE_STATUSES),
         "maxPoints": CHART_POINTS,
         "firstStepTime": _first_step_time(run),
         "lastLogId": lines[-1].pk if lines else 0,

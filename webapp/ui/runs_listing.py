@@ -1,36 +1,28 @@
-"""The runs list's query: search, filters and sort from GET parameters, and each row's progress."""
+"""The runs page's reading of its GET parameters (the query is webapp.runs.selectors.run_list),
+and each row's progress."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import F, Func, Min, Q, QuerySet
 from django.http import QueryDict
 
-from webapp.runs.models import Experiment, MetricStep, Run, RunStatus
+from webapp.runs.models import Run, RunStatus
+from webapp.runs.selectors import DEFAULT_RUN_SORT, RUN_SORTS, RunFilters
 
-# ?sort=<key> ascending, ?sort=-<key> descending; runs without the value (no step yet) sort last.
-SORTS: dict[str, Any] = {
-    "created": F("created_at"),
-    "name": F("name"),
-    "status": F("status"),
-    "experiment": F("experiment__name"),
-    "step": F("last_step"),
-    "accuracy": F("summary__accuracy"),
-    "tool_call_ratio": F("summary__tool_call_ratio"),
-}
-DEFAULT_SORT = "-created"
 PAGE_SIZE = 50
 
 
 @dataclass
 class RunListParams:
+    """The runs page's GET parameters: q, status (repeatable), experiment, tag, archived, sort."""
+
     q: str = ""
     statuses: list[str] = field(default_factory=list)
     experiment: int | None = None
     tag: str = ""
     archived: bool = False
-    sort: str = DEFAULT_SORT
+    sort: str = DEFAULT_RUN_SORT
     errors: list[str] = field(default_factory=list)
 
     @classmethod
@@ -48,52 +40,22 @@ class RunListParams:
         elif experiment:
             params.errors.append(f"Experiment must be an experiment id, not {experiment!r}.")
         params.archived = query.get("archived", "") in ("1", "on", "true")
-        sort = query.get("sort", "") or DEFAULT_SORT
-        if sort.removeprefix("-") in SORTS:
+        sort = query.get("sort", "") or DEFAULT_RUN_SORT
+        if sort.removeprefix("-") in RUN_SORTS:
             params.sort = sort
         else:
-            params.errors.append(f"Cannot sort by {sort!r}; choose one of {', '.join(SORTS)}.")
+            params.errors.append(f"Cannot sort by {sort!r}; choose one of {', '.join(RUN_SORTS)}.")
         return params
 
-
-def runs_listed(*, user, params: RunListParams) -> QuerySet[Run]:
-    """The runs `user` may see that match `params`, sorted."""
-    runs = Run.objects.visible_to(user).select_related("experiment")
-    if not params.archived:
-        runs = runs.filter(archived=False)
-    if params.statuses:
-        runs = runs.filter(status__in=params.statuses)
-    if params.experiment is not None:
-        runs = runs.filter(experiment_id=params.experiment)
-    if params.tag:
-        runs = runs.filter(tags__contains=[params.tag])
-    if params.q:
-        match = Q(name__icontains=params.q) | Q(description__icontains=params.q)
-        match |= Q(experiment__name__icontains=params.q) | Q(preset__iexact=params.q) | Q(tags__contains=[params.q])
-        if params.q.lstrip("#").isdigit():
-            match |= Q(pk=int(params.q.lstrip("#")))
-        runs = runs.filter(match)
-    key = params.sort.removeprefix("-")
-    expression = SORTS[key]
-    order = expression.desc(nulls_last=True) if params.sort.startswith("-") else expression.asc(nulls_last=True)
-    return runs.order_by(order, "-pk")
-
-
-def filter_choices(*, user) -> dict[str, Any]:
-    """The experiments and tags the filter menus offer: those of the user's runs."""
-    visible = Run.objects.visible_to(user)
-    tags = (
-        visible.annotate(tag=Func(F("tags"), function="unnest"))
-        .values_list("tag", flat=True)
-        .distinct()
-        .order_by("tag")
-    )
-    return {
-        "experiments": Experiment.objects.visible_to(user).order_by("name").only("pk", "name"),
-        "tags": list(tags),
-        "statuses": RunStatus.values,
-        "sorts": list(SORTS),
-    }
+    def filters(self) -> RunFilters:
+        return RunFilters(
+            q=self.q,
+            statuses=tuple(self.statuses),
+            experiment=self.experiment,
+            tags=(self.tag,) if self.tag else (),
+            archived=self.archived,
+            sort=self.sort,
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -105,16 +67,6 @@ def _duration(seconds: float) -> str:
         return f"{minutes}m {seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
-
-
-def first_steps(runs: list[Run]) -> dict[int, int]:
-    """Run id -> first step it reported, for the running resumed runs among `runs` (their steps
-    continue the parent's, so their pace counts only the steps they trained themselves)."""
-    resumed = [run.pk for run in runs if run.parent_relation == "resume" and run.status == RunStatus.RUNNING]
-    if not resumed:
-        return {}
-    rows = MetricStep.objects.filter(run_id__in=resumed).values("run_id").annotate(first=Min("step"))
-    return {row["run_id"]: row["first"] for row in rows}
 
 
 def run_progress(run: Run, *, now: datetime, first_step: int = 0) -> dict[str, Any]:

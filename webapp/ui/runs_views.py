@@ -10,24 +10,17 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from webapp.runs.models import Run
-from webapp.runs.selectors import queue_positions
-from webapp.runs.services import IllegalTransition, run_cancel, runs_set_archived
-from webapp.ui.runs_listing import (
-    PAGE_SIZE,
-    SORTS,
-    RunListParams,
-    filter_choices,
-    first_steps,
-    run_progress,
-    runs_listed,
-)
+from webapp.runs.models import Run, RunStatus
+from webapp.runs.selectors import RUN_SORTS, queue_positions, run_filter_choices, run_first_steps, run_list
+from webapp.runs.services import run_cancel, runs_set_archived
+from webapp.runs.transitions import IllegalTransition
+from webapp.ui.runs_listing import PAGE_SIZE, RunListParams, run_progress
 
 
 def _sort_headers(current: str) -> dict[str, dict[str, str]]:
     """Per sortable column: the sort its header link asks for (descending first) and its arrow."""
     headers = {}
-    for key in SORTS:
+    for key in RUN_SORTS:
         if current == f"-{key}":
             headers[key] = {"param": key, "arrow": " ▼"}
         elif current == key:
@@ -44,7 +37,7 @@ def _number(summary: dict, key: str) -> float | None:
 
 def _rows(runs: list[Run]) -> list[dict]:
     positions = queue_positions()
-    firsts = first_steps(runs)
+    firsts = run_first_steps(runs)
     now = timezone.now()
     rows = []
     for run in runs:
@@ -52,7 +45,7 @@ def _rows(runs: list[Run]) -> list[dict]:
         rows.append(
             {
                 "run": run,
-                "queue_position": positions.get(run.pk) if run.status == "queued" and run.managed else None,
+                "queue_position": positions.get(run.pk) if run.status == RunStatus.QUEUED and run.managed else None,
                 "model": model.get("name_or_path", ""),
                 "progress": run_progress(run, now=now, first_step=firsts.get(run.pk, 0)),
                 "accuracy": _number(run.summary, "accuracy"),
@@ -66,7 +59,8 @@ def _rows(runs: list[Run]) -> list[dict]:
 @require_GET
 def runs_list(request: HttpRequest) -> HttpResponse:
     params = RunListParams.from_query(request.GET)
-    page = Paginator(runs_listed(user=request.user, params=params), PAGE_SIZE).get_page(request.GET.get("page"))
+    runs = run_list(user=request.user, filters=params.filters())
+    page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "params": params,
         "page": page,
@@ -76,7 +70,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     }
     if request.GET.get("fragment") == "1":
         return render(request, "ui/runs_table.html", context)
-    context["choices"] = filter_choices(user=request.user)
+    context["choices"] = run_filter_choices(user=request.user)
     return render(request, "ui/runs.html", context)
 
 

@@ -4,7 +4,10 @@ from webapp.datasets.models import Dataset
 
 
 class DatasetSerializer(serializers.ModelSerializer):
-    owner = serializers.CharField(source="owner.username", read_only=True, default=None)
+    """The shape of a dataset; what its name may be is webapp.datasets.services'."""
+
+    name = serializers.CharField(allow_blank=True)
+    owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True, default=None)
 
     class Meta:
         model = Dataset
@@ -28,5 +31,5 @@ class DatasetSerializer(serializers.ModelSerializer):
 
 class DatasetUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="JSONL (question/answer, GSM8K, function calling) or verl parquet.")
-    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    name = serializers.CharField(required=False, allow_blank=True, help_text="Default: the file's name.")
     description = serializers.CharField(required=False, allow_blank=True)

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -9,7 +9,7 @@ from trainer.data import DatasetError
 from webapp.core.permissions import IsOwnerOrReadOnlyShared
 from webapp.datasets.api.serializers import DatasetSerializer, DatasetUploadSerializer
 from webapp.datasets.models import Dataset
-from webapp.datasets.services import dataset_create_from_upload, dataset_delete
+from webapp.datasets.services import dataset_create_from_upload, dataset_delete, dataset_update
 
 
 class DatasetViewSet(viewsets.ModelViewSet):
@@ -17,11 +17,16 @@ class DatasetViewSet(viewsets.ModelViewSet):
 
     serializer_class = DatasetSerializer
     permission_classes = [IsAuthenticated, IsOwnerOrReadOnlyShared]
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
     filterset_fields = ["format", "builtin"]
     search_fields = ["name", "description"]
     ordering_fields = ["created_at", "name", "row_count"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_parsers(self) -> list[BaseParser]:
+        # An upload is a file, so multipart; renaming a dataset is JSON like the rest of the API.
+        if self.request is not None and self.request.method == "POST":
+            return [MultiPartParser()]
+        return [JSONParser()]
 
     def get_queryset(self):
         return Dataset.objects.visible_to(self.request.user).select_related("owner")
@@ -41,5 +46,10 @@ class DatasetViewSet(viewsets.ModelViewSet):
             raise ValidationError({"file": [str(exc)]}) from None
         return Response(DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
 
+    def perform_update(self, serializer) -> None:
+        serializer.instance = dataset_update(
+            dataset=serializer.instance, user=self.request.user, **serializer.validated_data
+        )
+
     def perform_destroy(self, instance: Dataset) -> None:
-        dataset_delete(dataset=instance)
+        dataset_delete(dataset=instance, user=self.request.user)

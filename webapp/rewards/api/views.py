@@ -8,6 +8,7 @@ from trainer.rewards import REWARD_DESCRIPTIONS, REWARD_NAMES, reward_defaults, 
 from webapp.core.permissions import IsOwnerOrReadOnlyShared
 from webapp.rewards.api.serializers import RewardConfigSerializer, RewardSchemaSerializer
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import reward_config_create, reward_config_delete, reward_config_update
 
 
 class RewardConfigViewSet(viewsets.ModelViewSet):
@@ -24,7 +25,15 @@ class RewardConfigViewSet(viewsets.ModelViewSet):
         return RewardConfig.objects.visible_to(self.request.user).select_related("owner")
 
     def perform_create(self, serializer) -> None:
-        serializer.save(owner=self.request.user)
+        serializer.instance = reward_config_create(user=self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer) -> None:
+        serializer.instance = reward_config_update(
+            config=serializer.instance, user=self.request.user, **serializer.validated_data
+        )
+
+    def perform_destroy(self, instance: RewardConfig) -> None:
+        reward_config_delete(config=instance, user=self.request.user)
 
 
 class RewardCatalogView(APIView):

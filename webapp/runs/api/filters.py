@@ -1,6 +1,7 @@
 import django_filters
 
-from webapp.runs.models import Experiment, Run, RunStatus
+from webapp.core.filters import FilterSet, UtcIsoDateTimeFilter
+from webapp.runs.models import Experiment
 
 
 class TagFilter(django_filters.CharFilter):
@@ -11,23 +12,11 @@ class TagFilter(django_filters.CharFilter):
         return qs.filter(tags__contains=tags) if tags else qs
 
 
-class ExperimentFilter(django_filters.FilterSet):
+class ExperimentFilter(FilterSet):
     tags = TagFilter()
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = Experiment
         fields = ["tags", "created_after", "created_before"]
-
-
-class RunFilter(django_filters.FilterSet):
-    status = django_filters.MultipleChoiceFilter(choices=RunStatus.choices)
-    tags = TagFilter()
-    archived = django_filters.BooleanFilter()
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-
-    class Meta:
-        model = Run
-        fields = ["status", "experiment", "preset", "parent", "tags", "archived", "created_after", "created_before"]

@@ -1,29 +1,26 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
+from webapp.core.filters import BooleanParam
 from webapp.rewards.models import RewardConfig
-from webapp.runs.models import Experiment, Run, RunLogLine, Trajectory
-from webapp.runs.selectors import queue_positions
+from webapp.runs.models import Experiment, Run, RunLogLine, RunStatus, Trajectory
+from webapp.runs.selectors import DEFAULT_RUN_SORT, RUN_SORTS, RunFilters, queue_positions
+
+# The serializers give the API its shapes; what a name or a tag may be is webapp.runs.services',
+# so blank and long values reach the service and are refused there, as the pages refuse them.
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
+    name = serializers.CharField(allow_blank=True)
     owner = serializers.CharField(source="owner.username", read_only=True)
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
     class Meta:
         model = Experiment
         fields = ["id", "name", "description", "tags", "owner", "created_at", "updated_at"]
         read_only_fields = ["id", "owner", "created_at", "updated_at"]
-
-    def validate_name(self, name: str) -> str:
-        user = self.context["request"].user
-        clash = Experiment.objects.filter(owner=user, name=name)
-        if self.instance is not None:
-            clash = clash.exclude(pk=self.instance.pk)
-        if clash.exists():
-            raise serializers.ValidationError("you already have an experiment with this name")
-        return name
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -32,9 +29,14 @@ class RunSerializer(serializers.ModelSerializer):
         help_text="1-based place in the launch queue while the run is queued, else null."
     )
 
-    @extend_schema_field(OpenApiTypes.INT)
+    # Read-only model fields lose `blank`; without it the schema would refuse the "" of a run with no parent.
+    parent_relation = serializers.ChoiceField(
+        choices=Run._meta.get_field("parent_relation").choices, allow_blank=True, read_only=True
+    )
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_queue_position(self, run: Run) -> int | None:
-        if run.status != "queued" or not run.managed:
+        if run.status != RunStatus.QUEUED or not run.managed:
             return None
         # One query per response, shared by every run in it.
         if "queue_positions" not in self.context:
@@ -75,32 +77,92 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class RunListQuerySerializer(serializers.Serializer):
+    """The query parameters of GET /api/v1/runs/, read into the selector's RunFilters (their rules
+    are webapp.runs.selectors.run_list's, the same as the runs page's)."""
+
+    status = serializers.ListField(
+        # An empty ?status= is no status given, as every other empty parameter.
+        child=serializers.ChoiceField(choices=RunStatus.choices, allow_blank=True),
+        required=False,
+        help_text="Runs in any of these statuses (repeat the parameter for several).",
+    )
+    experiment = serializers.IntegerField(required=False, help_text="Runs of this experiment id.")
+    preset = serializers.CharField(required=False, help_text="Runs created from this preset.")
+    parent = serializers.IntegerField(required=False, help_text="Forks and resumes of this run id.")
+    tags = serializers.CharField(required=False, help_text="Comma-separated; runs carrying every one of them.")
+    archived = BooleanParam(
+        required=False,
+        default=False,
+        help_text="Archived runs are hidden unless true, which lists them along with the others.",
+    )
+    created_after = serializers.DateTimeField(required=False, help_text="Created at or after this time.")
+    created_before = serializers.DateTimeField(required=False, help_text="Created before this time.")
+    search = serializers.CharField(
+        required=False,
+        help_text="A case-insensitive part of the name, description or experiment name, the exact preset "
+        "or tag, or a run id.",
+    )
+    ordering = serializers.ChoiceField(
+        choices=[order for key in RUN_SORTS for order in (key, f"-{key}")],
+        required=False,
+        default=DEFAULT_RUN_SORT,
+        help_text="Sort key, '-' first for descending.",
+    )
+
+    def filters(self) -> RunFilters:
+        data = self.validated_data
+        return RunFilters(
+            q=data.get("search", "").strip(),
+            statuses=tuple(status for status in data.get("status", ()) if status),
+            experiment=data.get("experiment"),
+            preset=data.get("preset", ""),
+            parent=data.get("parent"),
+            tags=tuple(tag.strip() for tag in data.get("tags", "").split(",") if tag.strip()),
+            archived=bool(data["archived"]),
+            created_after=data.get("created_after"),
+            created_before=data.get("created_before"),
+            sort=data["ordering"],
+        )
+
+
 class RunUpdateSerializer(serializers.ModelSerializer):
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    name = serializers.CharField(allow_blank=True, required=False)
+    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
     class Meta:
         model = Run
         fields = ["name", "description", "tags", "archived"]
 
 
+class _IdField(serializers.PrimaryKeyRelatedField):
+    def run_validation(self, data: object = empty) -> object:
+        # DRF reads "" as null, for HTML forms; in the JSON this API takes, "" is no id.
+        if data == "":
+            self.fail("incorrect_type", data_type="str")
+        return super().run_validation(data)
+
+
 @extend_schema_field(OpenApiTypes.INT)
-class _VisibleExperimentField(serializers.PrimaryKeyRelatedField):
+class _VisibleExperimentField(_IdField):
     def get_queryset(self):
         return Experiment.objects.visible_to(self.context["request"].user)
 
 
 @extend_schema_field(OpenApiTypes.INT)
-class _VisibleRewardConfigField(serializers.PrimaryKeyRelatedField):
+class _VisibleRewardConfigField(_IdField):
     def get_queryset(self):
         return RewardConfig.objects.visible_to(self.context["request"].user)
 
 
 class RunCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(max_length=64), required=False, default=list)
+    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False, default=list)
     experiment = _VisibleExperimentField(required=False, allow_null=True, default=None)
-    preset = serializers.CharField(required=False, allow_blank=True, default="", max_length=64)
+    preset = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="The trainer.presets preset the config started from."
+    )
     config = serializers.JSONField(
         required=False, default=dict, help_text="A trainer.config.RunConfig; omitted fields take their defaults."
     )
@@ -178,3 +240,14 @@ class MetricsResponseSerializer(serializers.Serializer):
     x = serializers.ChoiceField(choices=["step", "time"])
     max_points = serializers.IntegerField()
     series = serializers.DictField(child=MetricSeriesSerializer())
+
+
+class IngestCountsSerializer(serializers.Serializer):
+    metrics = serializers.IntegerField(help_text="Metric steps written (merged into existing steps).")
+    trajectories = serializers.IntegerField()
+    logs = serializers.IntegerField(help_text="New log lines (retried ones are not counted).")
+
+
+class IngestWrittenSerializer(serializers.Serializer):
+    written = IngestCountsSerializer()
+    stop = serializers.BooleanField(help_text="The run was cancelled: the trainer should stop.")

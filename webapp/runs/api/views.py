@@ -11,28 +11,44 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from trainer.config import ConfigError, config_json_schema, default_config
+from trainer.config import config_json_schema, default_config
+from trainer.contract import INT_MAX
+from webapp.core.filters import parse_bool
 from webapp.core.pagination import StepCursorPagination, TimeCursorPagination
-from webapp.runs.api.filters import ExperimentFilter, RunFilter
+from webapp.core.schema import ErrorSerializer
+from webapp.runs.api.filters import ExperimentFilter
 from webapp.runs.api.serializers import (
     ExperimentSerializer,
     MetricsResponseSerializer,
     RunCreatedSerializer,
     RunCreateSerializer,
     RunForkSerializer,
+    RunListQuerySerializer,
     RunLogLineSerializer,
     RunResumeSerializer,
     RunSerializer,
     RunUpdateSerializer,
     TrajectorySerializer,
 )
-from webapp.runs.ingest_schema import INT_MAX
 from webapp.runs.models import Experiment, Run
-from webapp.runs.selectors import InvalidSearch, run_metric_rows, run_metric_series, run_trajectories
-from webapp.runs.services import IllegalTransition, run_cancel, run_create, run_fork, run_resume
+from webapp.runs.selectors import InvalidSearch, run_list, run_metric_rows, run_metric_series, run_trajectories
+from webapp.runs.services import (
+    experiment_create,
+    experiment_delete,
+    experiment_update,
+    run_cancel,
+    run_create,
+    run_delete,
+    run_fork,
+    run_resume,
+    run_update,
+)
+from webapp.runs.transitions import IllegalTransition
 
 
 class ExperimentViewSet(viewsets.ModelViewSet):
+    """Experiments group runs; deleting one deletes its runs, so it is refused while one is active."""
+
     serializer_class = ExperimentSerializer
     filterset_class = ExperimentFilter
     search_fields = ["name", "description"]
@@ -42,18 +58,24 @@ class ExperimentViewSet(viewsets.ModelViewSet):
         return Experiment.objects.visible_to(self.request.user).select_related("owner")
 
     def perform_create(self, serializer) -> None:
-        serializer.save(owner=self.request.user)
+        serializer.instance = experiment_create(user=self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer) -> None:
+        serializer.instance = experiment_update(experiment=serializer.instance, **serializer.validated_data)
+
+    @extend_schema(responses={204: None, 409: ErrorSerializer})
+    def destroy(self, request, *args, **kwargs):
+        return super().destroy(request, *args, **kwargs)
+
+    def perform_destroy(self, instance: Experiment) -> None:
+        experiment_delete(experiment=instance)
 
 
 def _bool_param(request, name: str) -> bool | None:
-    value = request.query_params.get(name)
-    if value in (None, ""):
-        return None
-    if value.lower() in ("1", "true", "yes"):
-        return True
-    if value.lower() in ("0", "false", "no"):
-        return False
-    raise ValidationError({name: ["must be true or false"]})
+    try:
+        return parse_bool(request.query_params.get(name))
+    except ValueError:
+        raise ValidationError({name: ["must be true or false"]}) from None
 
 
 def _int_param(request, name: str, default: int | None, *, low: int = 0, high: int = INT_MAX) -> int | None:
@@ -67,6 +89,11 @@ def _int_param(request, name: str, default: int | None, *, low: int = 0, high: i
     if number < low or (high is not None and number > high):
         raise ValidationError({name: [f"must be between {low} and {high}"]})
     return number
+
+
+def _bounded_int(low: int, high: int) -> dict:
+    """The schema of a query parameter read with `_int_param(low=, high=)`."""
+    return {"type": "integer", "minimum": low, "maximum": high}
 
 
 class _Echo:
@@ -84,13 +111,19 @@ def _csv_lines(header: list[str], rows: Iterator) -> Iterator[str]:
 class RunViewSet(viewsets.ModelViewSet):
     """GRPO runs. Creating one validates its config; it stays queued until the run lifecycle starts it."""
 
-    filterset_class = RunFilter
-    search_fields = ["name", "description"]
-    ordering_fields = ["created_at", "name", "status", "last_step", "finished_at"]
+    # The list filters and sorts through the runs list's selector (see `list`), nothing else does.
+    filter_backends: list = []
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
         return Run.objects.visible_to(self.request.user).select_related("owner")
+
+    @extend_schema(parameters=[RunListQuerySerializer])
+    def list(self, request):
+        query = RunListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page = self.paginate_queryset(run_list(user=request.user, filters=query.filters()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def get_serializer_class(self):
         if self.action == "partial_update":
@@ -103,21 +136,21 @@ class RunViewSet(viewsets.ModelViewSet):
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         managed = fields.pop("launch")
-        try:
-            run, token = run_create(user=request.user, managed=managed, **fields)
-        except ConfigError as exc:
-            raise ValidationError(exc.errors) from None
+        run, token = run_create(user=request.user, managed=managed, **fields)
         run.ingest_token = token or None
         return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    def destroy(self, request, pk=None):
-        run = self.get_object()
-        if not run.is_finished:
-            return Response({"detail": f"run is {run.status}; cancel it first"}, status=status.HTTP_409_CONFLICT)
-        run.delete()
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    def perform_update(self, serializer) -> None:
+        serializer.instance = run_update(run=serializer.instance, **serializer.validated_data)
 
-    @extend_schema(request=None, responses={200: RunSerializer})
+    @extend_schema(responses={204: None, 409: ErrorSerializer})
+    def destroy(self, request, *args, **kwargs):
+        return super().destroy(request, *args, **kwargs)
+
+    def perform_destroy(self, instance: Run) -> None:
+        run_delete(run=instance)
+
+    @extend_schema(request=None, responses={200: RunSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         try:
@@ -134,10 +167,7 @@ class RunViewSet(viewsets.ModelViewSet):
         parent = self.get_object()
         data = RunForkSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            run, token = run_fork(run=parent, user=request.user, **data.validated_data)
-        except ConfigError as exc:
-            raise ValidationError(exc.errors) from None
+        run, token = run_fork(run=parent, user=request.user, **data.validated_data)
         run.ingest_token = token or None
         return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
 
@@ -148,17 +178,18 @@ class RunViewSet(viewsets.ModelViewSet):
         parent = self.get_object()
         data = RunResumeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            run, token = run_resume(run=parent, user=request.user, **data.validated_data)
-        except ConfigError as exc:
-            raise ValidationError(exc.errors) from None
+        run, token = run_resume(run=parent, user=request.user, **data.validated_data)
         run.ingest_token = token or None
         return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         parameters=[
             OpenApiParameter("keys", str, description="Comma-separated metric names; default all."),
-            OpenApiParameter("max_points", int, description="Buckets per series (default 2000)."),
+            OpenApiParameter(
+                "max_points",
+                _bounded_int(1, settings.METRICS_MAX_POINTS),
+                description="Buckets per series (default 2000).",
+            ),
             OpenApiParameter("x", str, enum=["step", "time"], description="Bucket along steps or relative time."),
             OpenApiParameter("format", str, enum=["json", "csv"], description="csv streams the full series."),
         ],
@@ -167,24 +198,28 @@ class RunViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
         run = self.get_object()
+        # Every parameter is checked whatever the format, so a bad one is never silently ignored.
+        output = request.query_params.get("format") or "json"
+        if output not in ("json", "csv"):
+            raise ValidationError({"format": ["must be json or csv"]})
+        x = request.query_params.get("x") or "step"
+        if x not in ("step", "time"):
+            raise ValidationError({"x": ["must be step or time"]})
+        max_points = _int_param(request, "max_points", 2000, low=1, high=settings.METRICS_MAX_POINTS)
         keys_param = request.query_params.get("keys", "")
         keys = [key.strip() for key in keys_param.split(",") if key.strip()] or list(run.metric_keys)
-        if request.query_params.get("format") == "csv":
+        if output == "csv":
             response = StreamingHttpResponse(
                 _csv_lines(["step", "time", *keys], run_metric_rows(run=run, keys=keys)), content_type="text/csv"
             )
             response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-metrics.csv"'
             return response
-        x = request.query_params.get("x", "step")
-        if x not in ("step", "time"):
-            raise ValidationError({"x": ["must be step or time"]})
-        max_points = _int_param(request, "max_points", 2000, low=1, high=settings.METRICS_MAX_POINTS)
         series = run_metric_series(run=run, keys=keys, max_points=max_points, x=x)
         return Response({"run": run.pk, "x": x, "max_points": max_points, "series": series})
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("step", int),
+            OpenApiParameter("step", _bounded_int(0, INT_MAX)),
             OpenApiParameter("correct", bool),
             OpenApiParameter("has_tool_error", bool),
             OpenApiParameter("used_tool", bool),
@@ -194,7 +229,7 @@ class RunViewSet(viewsets.ModelViewSet):
         ],
         responses=TrajectorySerializer(many=True),
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=StepCursorPagination)
+    @action(detail=True, methods=["get"], pagination_class=StepCursorPagination)
     def trajectories(self, request, pk=None):
         run = self.get_object()
         try:
@@ -214,10 +249,14 @@ class RunViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(TrajectorySerializer(page, many=True).data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="Only lines with an id above this (new lines).")],
+        parameters=[
+            OpenApiParameter(
+                "after", _bounded_int(0, INT_MAX), description="Only lines with an id above this (new lines)."
+            )
+        ],
         responses=RunLogLineSerializer(many=True),
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=TimeCursorPagination)
+    @action(detail=True, methods=["get"], pagination_class=TimeCursorPagination)
     def logs(self, request, pk=None):
         run = self.get_object()
         lines = run.log_lines.all()
