@@ -13,6 +13,10 @@ The completion file holds either the response text as the protocol produced it, 
 ``{"text": ..., "executions": [{"call", "status", "output"}], "truncated": false}`` for rewards that
 read tool statuses. The result is printed as JSON: total, components, correct and details. Usage
 errors (unknown reward, invalid parameters, unreadable files) exit with status 2 and a message.
+
+``cold-start`` trains the tiny quickstart model's SFT cold start and prints how it does:
+
+    python -m trainer cold-start --seed 0 --eval-size 200 --out var/models/cold-start
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trainer.contract import RunStatus
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
 
@@ -92,6 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
     )
     run.set_defaults(handler=partial(_run, run))
+
+    cold_start = commands.add_parser(
+        "cold-start",
+        help="train the tiny quickstart model's SFT cold start and print how it does",
+        description="Train the tiny quickstart model's cold start with its default budget "
+        "(trainer.models.tiny_cold_start) and print accuracy and tool use on easy and hard problems, "
+        "greedy and sampled at temperature 1, as JSON.",
+    )
+    cold_start.add_argument("--seed", type=int, default=0, help="seed of the model and its traces")
+    cold_start.add_argument("--eval-size", type=int, default=200, metavar="N", help="test problems to evaluate on")
+    cold_start.add_argument("--out", type=Path, metavar="DIR", help="save the cold-started model and tokenizer here")
+    cold_start.set_defaults(handler=_cold_start)
     return parser
 
 
@@ -131,6 +148,14 @@ def _json_argument(parser: argparse.ArgumentParser, option: str, text: str) -> A
         return json.loads(text)
     except json.JSONDecodeError as exc:
         parser.error(f"{option} is not valid JSON ({exc.msg} at column {exc.colno})")
+
+
+def _cold_start(args: argparse.Namespace) -> int:
+    # Imported when used: torch and transformers cost nothing to the other commands.
+    from trainer.models.tiny_cold_start import cold_start_report
+
+    print(json.dumps(cold_start_report(seed=args.seed, eval_size=args.eval_size, out=args.out)))
+    return 0
 
 
 def _read_completion(parser: argparse.ArgumentParser, source: str, protocol: str | None, reward: str) -> Any:
@@ -264,7 +289,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             raise _StoppedBeforeTraining
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    reporter.set_status("running")
+    reporter.set_status(RunStatus.RUNNING)
     try:
         trainer = run_training(
             config,
@@ -279,17 +304,17 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             on_ready=training.set,
         )
     except _StoppedBeforeTraining:
-        reporter.set_status("cancelled", error="stopped (SIGTERM) before training started")
+        reporter.set_status(RunStatus.CANCELLED, error="stopped (SIGTERM) before training started")
         reporter.close()
         print(f"stopped before training started, results in {out}", flush=True)
         return 0
     except KeyboardInterrupt:
-        reporter.set_status("cancelled", error="interrupted")
+        reporter.set_status(RunStatus.CANCELLED, error="interrupted")
         reporter.close()
         return 130
     except Exception as exc:  # noqa: BLE001 — any failure of training is reported, then re-raised
         reporter.log(traceback.format_exc(), level="error")
-        reporter.set_status("failed", error=f"{type(exc).__name__}: {exc}")
+        reporter.set_status(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
         reporter.close()
         raise
     checkpoint = None
@@ -297,13 +322,12 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         checkpoint = str(trainer.checkpoint())
     if reporter.stopped_by_dashboard or stop.is_set():
         # The dashboard keeps a cancelled run's final flush for a while: the checkpoint path included.
-        reporter.set_status(
-            "cancelled", error="" if reporter.stopped_by_dashboard else "stopped (SIGTERM)", checkpoint=checkpoint
-        )
+        error = "" if reporter.stopped_by_dashboard else "stopped (SIGTERM)"
+        reporter.set_status(RunStatus.CANCELLED, error=error, checkpoint=checkpoint)
         reporter.close()
         print(f"stopped after {trainer.step} steps, results in {out}", flush=True)
         return 0
-    reporter.set_status("succeeded", checkpoint=checkpoint)
+    reporter.set_status(RunStatus.SUCCEEDED, checkpoint=checkpoint)
     reporter.close()
     print(f"done: {trainer.step} steps, results in {out}", flush=True)
     return 0

@@ -15,6 +15,8 @@ from trainer.rewards import REWARD_NAMES, validate_reward_params
 from trainer.rewards.params import FieldErrors, field_errors
 
 TINY_MODEL = "tirlab/tiny-char"
+# A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
+DATASET_REF_PREFIX = "dataset:"
 
 
 class ConfigError(FieldErrors):
@@ -42,7 +44,10 @@ class DataConfig(_Section):
     train_dataset: str = Field(
         "arithmetic",
         min_length=1,
-        description="Built-in name ('gsm8k', 'arithmetic'), 'dataset:<id>' for an uploaded one, or a file path.",
+        description=(
+            "Built-in name ('arithmetic', 'gsm8k' = the GSM8K train file, 'gsm8k-test'), "
+            f"'{DATASET_REF_PREFIX}<id>' for an uploaded one, or a file path."
+        ),
     )
     val_dataset: str | None = Field(None, description="Dataset reference for evaluation, same forms as train_dataset.")
     prompt_template: str | None = Field(

@@ -22,9 +22,41 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trainer.config import DATASET_REF_PREFIX
+from trainer.synthetic import arithmetic_examples
+from trainer.trajectory import Example
+
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 REPO_ROOT = Path(__file__).resolve().parents[1]
-BUILTIN_DATASETS = ("arithmetic", "arithmetic:easy", "arithmetic:hard", "gsm8k")
+
+
+@dataclass(frozen=True)
+class BuiltinDataset:
+    """A dataset file shipped in the repository, known by its name."""
+
+    name: str
+    path: Path
+    description: str
+
+
+# One name, one file, everywhere: the trainer reads these paths, and the dashboard seeds its
+# built-in dataset rows from this table, so `gsm8k` is the train file from the CLI and the browser.
+BUILTIN_FILES: dict[str, BuiltinDataset] = {
+    dataset.name: dataset
+    for dataset in (
+        BuiltinDataset(
+            "gsm8k",
+            REPO_ROOT / "data" / "gsm8k" / "train.jsonl",
+            "GSM8K train split (7,473 grade-school math problems, MIT licence).",
+        ),
+        BuiltinDataset(
+            "gsm8k-test",
+            REPO_ROOT / "data" / "gsm8k" / "test.jsonl",
+            "GSM8K test split (1,319 problems), for validation.",
+        ),
+    )
+}
+BUILTIN_DATASETS = ("arithmetic", "arithmetic:easy", "arithmetic:hard", *BUILTIN_FILES)
 
 _PARQUET_MAGIC = b"PAR1"
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
@@ -87,16 +119,6 @@ class DatasetError(ValueError):
             filename=self.filename,
         )
         return rebuild, ()
-
-
-@dataclass(frozen=True)
-class Example:
-    id: str
-    prompt: list[dict[str, str]]
-    ground_truth: Any
-    data_source: str
-    tools: list[dict] | None = None
-    extra_info: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -199,7 +221,8 @@ def load_dataset(
 
     - ``arithmetic`` (or ``arithmetic:easy`` / ``arithmetic:hard``): the seeded synthetic generator;
       ``seed`` and ``size`` shape it, and ``split`` gives the validation split its own problems.
-    - ``gsm8k``: ``data/gsm8k/<split>.jsonl`` in the repository (``train`` or ``test``).
+    - a name in `BUILTIN_FILES` (``gsm8k``, ``gsm8k-test``): that file, whatever ``split`` says,
+      as on the dashboard.
     - anything else: a dataset file, in any format `detect_format` recognises.
 
     ``size`` keeps the first ``size`` examples of a file. ``dataset:<id>`` references name a
@@ -209,17 +232,12 @@ def load_dataset(
         raise DatasetError(f"size must be >= 0, got {size}")
     name, _, variant = ref.partition(":")
     if name == "arithmetic":
-        # Imported here: the generator builds Examples, so it imports this module.
-        from trainer.synthetic import arithmetic_examples
-
         if variant not in ("", "easy", "hard", "mixed"):
             raise DatasetError(f"unknown arithmetic difficulty '{variant}'; expected easy, hard or mixed")
         return arithmetic_examples(size, seed=seed, difficulty=variant or "mixed", split=split)
-    if ref == "gsm8k":
-        if split not in ("train", "test"):
-            raise DatasetError(f"gsm8k has the splits 'train' and 'test', not '{split}'")
-        path = REPO_ROOT / "data" / "gsm8k" / f"{split}.jsonl"
-    elif name == "dataset" and variant:
+    if ref in BUILTIN_FILES:
+        path = BUILTIN_FILES[ref].path
+    elif ref.startswith(DATASET_REF_PREFIX):
         raise DatasetError(
             f"'{ref}' names a dashboard upload; resolve it to the uploaded file's path before loading"
         )

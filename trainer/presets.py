@@ -23,9 +23,9 @@ SMOLLM2_MODEL = "smollm2-135m-instruct"
 # count is ours; 200 is long enough to see the curves the papers show start to bend.
 _PAPER_STEPS = 200
 
-# The quickstart's cold start. trainer.sft trains the tiny model with its own budget (TINY_SFT:
-# 1 epoch at lr 3e-3 on synthetic traces); the preset states the same numbers so the resolved
-# config a run stores says what really happened. tests/trainer/test_presets.py keeps them equal.
+# The quickstart's cold start. trainer.models.tiny_cold_start trains the tiny model with its own
+# budget (TINY_SFT: 1 epoch at lr 3e-3 on synthetic traces); the preset states the same numbers so
+# the resolved config a run stores says what really happened. tests/trainer/test_presets.py keeps them equal.
 _TINY_SFT = {"enabled": True, "epochs": 1, "learning_rate": 3e-3}
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.data import Example
 from trainer.protocols import PROTOCOL_NAMES
+from trainer.trajectory import Example
 
 
 @dataclass(frozen=True)

@@ -1,82 +1,38 @@
-"""Supervised cold start of the tiny quickstart model (ReTool's SFT stage, on synthetic traces).
+"""Supervised fine-tuning on tool-use traces, the way ReTool's SFT stage cold-starts a policy.
 
-RL from a random initialisation never finds a rewarded answer, so the tiny model first imitates
-seeded tool-use traces for the arithmetic task in the python_markdown protocol. A trace either
-answers directly -- right on easy problems, a plausible wrong guess on hard ones -- or calls the
-tool, prints the expression and copies the real output into \\boxed{}. The policy must start
-undecided on both difficulties, calling the tool about half the time, so that GRPO has something to
-learn (always call on hard problems; with OTC, skip the call on easy ones). The traces themselves
-are skewed towards the slow skills -- most easy problems answered from memory, most hard ones
-through the tool -- and the loss on the first token, where the policy chooses, is reweighted so that
-answering and calling weigh half each on every difficulty (see `SFTBudget`, `tool_use_traces`).
+The traces are seeded arithmetic problems in the python_markdown protocol. A trace either answers
+directly -- right on easy problems, a plausible wrong guess on hard ones -- or calls the tool, prints
+the expression and copies the real output into \\boxed{}. The shares of each kind, and a reweighted
+loss on the first token, where the policy chooses, decide how undecided the trained policy starts
+(see `tool_use_traces`); trainer.models.tiny_cold_start picks them for the quickstart's tiny model.
 
 The loss covers the model's own text and its end-of-sequence token only: prompt and tool-output
-tokens are masked, as they are in RL, using the protocol's `segments`.
-
-    python -m trainer.sft [--seed 0] [--eval-size 200] [--out DIR]
-
-trains the cold start with the default budget and prints accuracy and tool use on easy and hard
-validation problems, greedy and sampled at temperature 1, executing the model's code in the sandbox.
+tokens are masked, as they are in RL, using the protocol's `segments`. `evaluate` measures accuracy
+and tool use of a policy on arithmetic problems, executing its code in the sandbox.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import math
 import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.answers import answers_equivalent
-from trainer.data import Example
 from trainer.prompts import apply_template
 from trainer.protocols import get_protocol
 from trainer.synthetic import arithmetic_examples
-from trainer.trajectory import ToolExecution
+from trainer.trajectory import Example, ToolExecution
 
 PROTOCOL = "python_markdown"
 _QUESTION = re.compile(r"What is (?P<expression>.+)\?$")
-
-
-@dataclass(frozen=True)
-class SFTBudget:
-    """How the tiny model's cold start is trained: 1500 steps, about four minutes on 2 idle CPU cores.
-
-    Two skills take longest: answering easy problems from memory (300 facts) and, in tool calls,
-    copying the expression into print() and the tool's output into \\boxed{} (a tiny model learns to
-    copy late and suddenly). The traces therefore favour them: 70% of problems are easy, 75% of those
-    answered directly, and 90% of hard ones go through the tool; the choice token is reweighted so
-    the policy still starts undecided (`Trace.choice_weight`), and the tokens that carry the content
-    (expression, right answer) weigh `content_weight` times the format around them. Every trace is
-    seen once.
-
-    Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0): 241 s of
-    training; sampled at temperature 1, easy accuracy 1.0 with tool use 0.60, hard accuracy 0.56 with
-    tool use 0.57 (0.985 of the tool calls right). The previous recipe (1000 steps, half the traces
-    calling the tool on each difficulty, equal weights, hard problems of two or three operands up
-    to 999) reached sampled accuracy 0.185, hard 0.01.
-    """
-
-    traces: int = 48000
-    epochs: int = 1
-    lr: float = 3e-3
-    batch_size: int = 32
-    easy_share: float = 0.7
-    tool_share_easy: float = 0.25
-    tool_share_hard: float = 0.9
-    content_weight: float = 8.0
-
-
-TINY_SFT = SFTBudget()
 
 
 @dataclass(frozen=True)
@@ -298,38 +254,6 @@ def sft_train(
     return losses
 
 
-def tiny_cold_start(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    *,
-    seed: int,
-    template: str,
-    budget: SFTBudget | None = None,
-    log: Callable[[str], None] = print,
-) -> list[float]:
-    """The quickstart's cold start: `budget` (default TINY_SFT) traces and training on `model`."""
-    budget = budget or TINY_SFT
-    traces = tool_use_traces(
-        tokenizer,
-        budget.traces,
-        seed=seed,
-        template=template,
-        tool_share={"easy": budget.tool_share_easy, "hard": budget.tool_share_hard},
-        easy_share=budget.easy_share,
-    )
-    return sft_train(
-        model,
-        tokenizer,
-        traces,
-        epochs=budget.epochs,
-        lr=budget.lr,
-        batch_size=budget.batch_size,
-        seed=seed,
-        content_weight=budget.content_weight,
-        log=log,
-    )
-
-
 @torch.no_grad()
 def _continue(
     model: PreTrainedModel,
@@ -453,34 +377,3 @@ def _evaluate(
                 if chosen:
                     summary[name][key] = sum(r[1] for r in chosen) / len(chosen)
     return summary
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
-
-    parser = argparse.ArgumentParser(prog="python -m trainer.sft", description=__doc__.split("\n")[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eval-size", type=int, default=200)
-    parser.add_argument("--out", type=Path, help="save the cold-started model and tokenizer here")
-    args = parser.parse_args(argv)
-
-    model, tokenizer = build_tiny_model(seed=args.seed)
-    started = time.monotonic()
-    tiny_cold_start(model, tokenizer, seed=args.seed, template=TINY_PROMPT_TEMPLATE)
-    sft_s = time.monotonic() - started
-    if args.out is not None:
-        model.save_pretrained(args.out)
-        tokenizer.save_pretrained(args.out)
-    started = time.monotonic()
-    examples = arithmetic_examples(args.eval_size, seed=args.seed, difficulty="mixed", split="test")
-    summary = {
-        "greedy": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE),
-        "sampled_t1": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, temperature=1.0),
-    }
-    summary["sft_s"] = round(sft_s, 1)
-    summary["eval_s"] = round(time.monotonic() - started, 1)
-    print(json.dumps(summary))
-
-
-if __name__ == "__main__":
-    main()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from trainer.data import Example
+from trainer.trajectory import Example
 
 Difficulty = Literal["easy", "hard", "mixed"]
 DIFFICULTIES: tuple[str, ...] = ("easy", "hard", "mixed")

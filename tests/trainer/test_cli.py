@@ -1,22 +1,28 @@
+import io
 import json
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+
+from trainer.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trainer", *args],
-        cwd=REPO,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """`python -m trainer ARGS`, in this process: what trainer/__main__.py calls (the last test runs the
+    module itself), without a new interpreter importing the rewards for every case."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        try:
+            code = main(list(args))
+        except SystemExit as exit:  # argparse's usage errors
+            code = exit.code
+    return subprocess.CompletedProcess(["python", "-m", "trainer", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -111,8 +117,8 @@ def test_missing_completion_file_exits_2(tmp_path: Path) -> None:
     assert "cannot read --completion" in result.stderr
 
 
-def test_a_command_is_required() -> None:
-    result = run()
+def test_python_m_trainer_without_a_command_exits_2_and_says_one_is_required() -> None:
+    result = subprocess.run([sys.executable, "-m", "trainer"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "required: command" in result.stderr
 
@@ -128,3 +134,16 @@ def test_progress_line_shows_tool_use_per_difficulty_when_the_step_has_it() -> N
     assert line == "step 4/20  accuracy 0.500  tool-call ratio 0.400 (easy 0.10, hard 0.90)  2.0 s/step  ETA 32 s"
     plain = _progress_line(SimpleNamespace(step=3, metrics=metrics), 8.0, 20, 0)
     assert plain == "step 4/20  accuracy 0.500  tool-call ratio 0.400  2.0 s/step  ETA 32 s"
+
+
+def test_cold_start_trains_saves_and_reports_the_tiny_model(tmp_path: Path, monkeypatch, capsys) -> None:
+    from trainer.cli import main
+    from trainer.models import tiny_cold_start
+
+    # A two-step budget stands in for the real four-minute cold start.
+    monkeypatch.setattr(tiny_cold_start, "TINY_SFT", tiny_cold_start.SFTBudget(traces=32, batch_size=16))
+    assert main(["cold-start", "--eval-size", "4", "--out", str(tmp_path)]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert set(report) == {"greedy", "sampled_t1", "sft_s", "eval_s"}
+    assert report["greedy"]["all"]["n"] == report["sampled_t1"]["all"]["n"] == 4
+    assert (tmp_path / "config.json").is_file() and (tmp_path / "tokenizer_config.json").is_file()

@@ -9,15 +9,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from trainer.data import (
+    BUILTIN_FILES,
     DatasetError,
     DatasetFormat,
-    Example,
     detect_format,
     inspect_dataset,
     iter_examples,
     load_dataset,
     load_examples,
 )
+from trainer.trajectory import Example
 
 REPO = Path(__file__).resolve().parents[2]
 GSM8K_TEST = REPO / "data" / "gsm8k" / "test.jsonl"
@@ -623,9 +624,13 @@ def test_load_dataset_gsm8k_reads_the_repository_files() -> None:
     assert [e.id for e in first] == ["1", "2"]
     assert first[0].ground_truth == "72"  # Natalia's clips, the first train problem
     assert first[0].data_source == "gsm8k"
-    assert len(load_dataset("gsm8k", split="test")) == 1319
-    with pytest.raises(DatasetError, match="splits 'train' and 'test'"):
-        load_dataset("gsm8k", split="validation")
+    assert len(load_dataset("gsm8k-test")) == 1319
+
+
+def test_a_builtin_file_name_means_its_file_whatever_the_split() -> None:
+    # A run's val_dataset is loaded with split="test": `gsm8k` must still be the train file, as on the dashboard.
+    assert load_dataset("gsm8k", split="test", size=3) == load_dataset(str(BUILTIN_FILES["gsm8k"].path), size=3)
+    assert load_dataset("gsm8k-test", split="train", size=3) == load_examples(GSM8K_TEST)[:3]
 
 
 def test_load_dataset_reads_a_file_path(verl_file: Path) -> None:

@@ -2,9 +2,8 @@ import threading
 
 import torch
 
-from trainer import sft
 from trainer.config import TINY_MODEL
-from trainer.models import CharTokenizer, build_tiny_model, load_policy, tiny_checkpoint
+from trainer.models import CharTokenizer, build_tiny_model, load_policy, tiny_checkpoint, tiny_cold_start
 
 
 def test_tokenizer_round_trips_printable_ascii_and_newlines() -> None:
@@ -73,7 +72,9 @@ def test_load_policy_reads_a_local_hf_directory(tmp_path) -> None:
 
 def test_tiny_model_is_cold_started_once_and_then_loaded_from_the_cache(tmp_path, monkeypatch) -> None:
     # A two-step budget stands in for the real four-minute cold start; the fingerprint includes it.
-    monkeypatch.setattr(sft, "TINY_SFT", sft.SFTBudget(traces=32, epochs=1, lr=1e-3, batch_size=16))
+    monkeypatch.setattr(
+        tiny_cold_start, "TINY_SFT", tiny_cold_start.SFTBudget(traces=32, epochs=1, lr=1e-3, batch_size=16)
+    )
     logs: list[str] = []
     results: list[str] = []
 

@@ -60,8 +60,8 @@ def test_smollm2_preset_runs_torl_on_gsm8k_with_a_cpu_sized_batch():
     assert config.sft.enabled is False
 
 
-def test_the_tiny_cold_start_in_the_presets_is_the_one_trainer_sft_runs():
-    from trainer.sft import TINY_SFT
+def test_the_tiny_cold_start_in_the_presets_is_the_one_the_model_cache_trains():
+    from trainer.models.tiny_cold_start import TINY_SFT
 
     config = preset_config("quickstart")
     assert (config.sft.epochs, config.sft.learning_rate) == (TINY_SFT.epochs, TINY_SFT.lr)

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from trainer.data import Example
 from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, apply_template, resolve_template
+from trainer.trajectory import Example
 
 WEATHER = {
     "name": "get_weather",

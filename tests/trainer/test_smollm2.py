@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from tests.model_cache import MODEL_CACHE
 from trainer.models import SMOLLM2_MODEL, smollm2_checkpoint
 from trainer.models import smollm2 as smollm2_module
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL_CACHE = Path(os.environ.get("TIRLAB_VAR_DIR") or REPO / "var") / "models"
 RESPONSE_TOKENS = 40
 
 
@@ -26,6 +26,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow  # the first use converts the GGUF (about 20 s)
 def test_the_tokenizer_renders_system_and_user_messages_as_chatml():
     tokenizer = AutoTokenizer.from_pretrained(smollm2_checkpoint(MODEL_CACHE, log=lambda _: None))
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+3?"}]
@@ -44,6 +45,7 @@ def test_without_the_package_the_error_says_to_run_make_deps(monkeypatch):
         smollm2_checkpoint(MODEL_CACHE)
 
 
+@pytest.mark.slow
 def test_one_grpo_step_on_gsm8k_writes_finite_losses_and_token_counts(tmp_path):
     """Through `python -m trainer run`: sampling with the KV cache, the sandbox, the ToRL reward, an update."""
     config = {

@@ -2,19 +2,24 @@
 
 import importlib.util
 import json
-import os
+import math
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
+from pydantic import ValidationError
 
+from tests.model_cache import MODEL_CACHE
 from trainer.config import validate_config
+from trainer.contract import ChatMessage, IngestBatch, TrajectoryIn
 from trainer.models import build_tiny_model
+from trainer.protocols import PROTOCOL_NAMES, get_protocol
 from trainer.report import Reporter
-from trainer.train import run_training
-
-REPO = Path(__file__).resolve().parents[2]
-MODEL_CACHE = Path(os.environ.get("TIRLAB_VAR_DIR") or REPO / "var") / "models"
+from trainer.rewards import score_group
+from trainer.rollout import Trajectory
+from trainer.train import Group, run_training, trajectory_report
+from trainer.trajectory import Completion, Example, RewardResult, ToolExecution
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +98,41 @@ def test_groups_without_signal_are_dropped_when_asked(random_tiny, tmp_path):
 def test_vllm_engine_is_refused_clearly_on_this_build(random_tiny, tmp_path):
     with pytest.raises(ValueError, match="vLLM engine needs a GPU"):
         train(small_config(str(random_tiny), engine="vllm"), tmp_path)
+
+
+def reported(protocol_name: str, *, reward: RewardResult | None = None) -> TrajectoryIn:
+    """A trajectory as the training loop reports it: one tool call (where the protocol runs any), a
+    dataset prompt with more than role and content, a numpy ground truth, a real reward's components."""
+    protocol = get_protocol(protocol_name)
+    execution = ToolExecution(call="print(6*7)", status="ok", output="42", duration_ms=3)
+    text = "Let me compute. "
+    executions: tuple[ToolExecution, ...] = ()
+    if protocol.stop_marker is not None:
+        text, executions = protocol.append_output(text, execution), (execution,)
+    completion = Completion(text + " So \\boxed{42}.", protocol_name, executions, response_tokens=20)
+    prompt = [{"role": "user", "content": "What is 6 * 7?", "name": "arithmetic"}]
+    example = Example(id="7", prompt=prompt, ground_truth=numpy.int64(42), data_source="arithmetic")
+    trajectory = Trajectory(
+        completion, prompt_ids=[1, 2, 3], response_ids=[4], loss_mask=[1], tool_mask=[0], logprobs=[0.0]
+    )
+    if reward is None:
+        terms = {"terms": [{"name": "torl"}, {"name": "torl", "weight": 2}]}  # components torl and torl@2
+        (reward,) = score_group("weighted", [completion], "42", params=terms)
+    group = Group(index=3, example=example, trajectories=[trajectory], rewards=[reward])
+    return trajectory_report(group, 0, trajectory, reward, 0, 5, protocol)
+
+
+@pytest.mark.parametrize("protocol_name", PROTOCOL_NAMES)
+def test_a_reported_trajectory_is_valid_as_built_and_on_the_wire(protocol_name):
+    report = reported(protocol_name)
+    wire = IngestBatch.model_validate_json('{"trajectories": [' + report.model_dump_json(exclude_none=True) + "]}")
+    assert wire.trajectories == [report]
+    assert report.prompt == [ChatMessage(role="user", content="What is 6 * 7?")]
+    assert report.ground_truth == 42 and set(report.reward_components) == {"torl", "torl@2"}
+    tool_turns = [(turn.call, turn.status, turn.duration_ms) for turn in report.turns if turn.kind == "tool"]
+    assert tool_turns == [("print(6*7)", "ok", 3.0)] * report.tool_call_count
+
+
+def test_a_trajectory_the_dashboard_would_refuse_fails_where_it_is_built():
+    with pytest.raises(ValidationError, match="reward"):
+        reported("python_markdown", reward=RewardResult(total=math.nan, correct=False))

@@ -1,7 +1,7 @@
 """Policy models: the project's tiny character-level model, SmolLM2 from its GGUF package, and loading of
 Hugging Face models."""
 
-from trainer.models.loading import DEFAULT_CACHE_DIR, load_policy, tiny_checkpoint
+from trainer.models.loading import DEFAULT_CACHE_DIR, load_policy
 from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
 from trainer.models.tiny import (
     CHAT_TEMPLATE,
@@ -10,6 +10,7 @@ from trainer.models.tiny import (
     build_tiny_model,
     tiny_config,
 )
+from trainer.models.tiny_cold_start import tiny_checkpoint
 
 __all__ = [
     "CHAT_TEMPLATE",

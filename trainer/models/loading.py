@@ -1,19 +1,13 @@
 """`load_policy`: the model and tokenizer a run config names.
 
-The tiny quickstart model is cold-started by SFT on first use and cached, so later runs load it
-from disk in seconds. The cache directory name carries a fingerprint of everything that shapes the
-model (architecture, tokenizer, chat and prompt templates, SFT budget), so changing the recipe
-trains a new model instead of loading a stale one, and the checkpoint can always be rebuilt by
-deleting the directory.
+The tiny quickstart model is cold-started on first use and cached (trainer.models.tiny_cold_start),
+SmolLM2 is converted from its GGUF package and cached (trainer.models.smollm2), so later runs load
+either from disk in seconds.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import fcntl
-import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,14 +16,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from trainer.config import TINY_MODEL
 from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
-from trainer.models.tiny import CHAT_TEMPLATE, TINY_PROMPT_TEMPLATE, CharTokenizer, build_tiny_model, tiny_config
+from trainer.models.tiny import CharTokenizer
+from trainer.models.tiny_cold_start import tiny_checkpoint
 
 DEFAULT_CACHE_DIR = Path("var/models")
-# The cached cold start is one fixed model, whatever the run's seed: runs differ in RL, not in
-# their starting point, and a single cache entry serves them all.
-TINY_SEED = 0
-# Bumped when the trace generator or training loop changes in a way the fingerprint cannot see.
-TINY_RECIPE_VERSION = 2
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -68,46 +58,3 @@ def _load_tokenizer(source: str, path: Path | None) -> PreTrainedTokenizerBase:
             # AutoTokenizer only knows transformers' own classes; the project's tokenizer is loaded directly.
             return CharTokenizer.from_pretrained(source)
     return AutoTokenizer.from_pretrained(source)
-
-
-def tiny_fingerprint() -> str:
-    """A short hash of everything that determines the cold-started tiny model."""
-    from trainer.sft import TINY_SFT
-
-    recipe = {
-        "version": TINY_RECIPE_VERSION,
-        "seed": TINY_SEED,
-        "config": tiny_config(CharTokenizer()).to_dict(),
-        "vocab": CharTokenizer().get_vocab(),
-        "chat_template": CHAT_TEMPLATE,
-        "prompt_template": TINY_PROMPT_TEMPLATE,
-        "sft": dataclasses.asdict(TINY_SFT),
-    }
-    recipe["config"].pop("transformers_version", None)
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> Path:
-    """The directory of the cold-started tiny model, training it first if it is not cached.
-
-    An exclusive file lock makes a second process wait for the first one's training instead of
-    repeating it; the model is written to a temporary directory and renamed into place, so a
-    killed training never leaves a half-written checkpoint that looks complete.
-    """
-    from trainer.sft import tiny_cold_start
-
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    target = cache_dir / f"tiny-char-{tiny_fingerprint()}"
-    with open(cache_dir / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_dir():
-            return target
-        log(f"cold-starting {TINY_MODEL} by SFT (cached at {target} for later runs)")
-        model, tokenizer = build_tiny_model(seed=TINY_SEED)
-        tiny_cold_start(model, tokenizer, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE, log=log)
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-        partial.rename(target)
-    return target

@@ -8,7 +8,7 @@ import re
 from typing import ClassVar
 
 from trainer.answers import last_boxed
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation
+from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation, tagged_call_re
 from trainer.trajectory import ToolExecution
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -24,6 +24,8 @@ class Artist(Protocol):
     name: ClassVar[str] = "artist"
     stop_marker: ClassVar[str | None] = "</python>"
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(r"(?P<tool><output>.*?</output>\n?)", re.DOTALL)
+    call_re: ClassVar[re.Pattern[str]] = tagged_call_re("python")
+    call_language: ClassVar[str] = "python"
 
     def extract_call(self, text: str) -> str | None:
         tail = self._strip_marker(self._after_last_output(text))

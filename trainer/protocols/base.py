@@ -19,6 +19,7 @@ from trainer.answers import last_boxed
 from trainer.trajectory import ToolExecution
 
 SegmentKind = Literal["model", "tool"]
+PartKind = Literal["prose", "call"]
 
 # ToRL (GAIR-NLP/ToRL, verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py, postproc_observation)
 # keeps outputs under 256 characters and otherwise the first and last 128 joined by "...".
@@ -45,6 +46,22 @@ class Segment:
 
     kind: SegmentKind
     text: str
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A run of model text: `call` is the body of a tool call (the code or JSON it carries),
+    `prose` is everything else, the call's own markers included."""
+
+    kind: PartKind
+    text: str
+
+
+def tagged_call_re(tag: str) -> re.Pattern[str]:
+    """A call between <tag> and </tag>; group "call" is its body, up to its last newline, without a
+    ``` fence around it (models often fence code inside the tag). An unclosed call (a truncated
+    response) runs to the end. The lookahead is of bounded length: a long text is scanned in linear time."""
+    return re.compile(rf"<{tag}>\n?(?:```[^\n]*\n)?(?P<call>.*?\n?)(?=(?:```)?\n?</{tag}>|\Z)", re.DOTALL)
 
 
 def truncate_output(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
@@ -97,6 +114,10 @@ class Protocol(ABC):
     stop_marker: ClassVar[str | None]
     # Where the protocol's inserted tool text lies; group "tool" is the masked part.
     tool_output_re: ClassVar[re.Pattern[str] | None]
+    # Where a call lies in model text; group "call" is its body, without the markers.
+    call_re: ClassVar[re.Pattern[str]]
+    # The language of a call's body, for highlighting it: "python" or "json".
+    call_language: ClassVar[str]
 
     def stop_strings(self, calls_made: int, budget: int | None) -> list[str]:
         """Stop strings for the next generation: none once `budget` calls were made (ToRL: after
@@ -147,6 +168,22 @@ class Protocol(ABC):
         if pos < len(response):
             result.append(Segment("model", response[pos:]))
         return result
+
+    def call_parts(self, text: str) -> list[TextPart]:
+        """Model text as prose and call parts (empty ones left out); joined, they give back `text`."""
+        parts: list[TextPart] = []
+        pos = 0
+        for match in self.call_re.finditer(text):
+            start, end = match.span("call")
+            if start == end:
+                continue
+            if start > pos:
+                parts.append(TextPart("prose", text[pos:start]))
+            parts.append(TextPart("call", text[start:end]))
+            pos = end
+        if pos < len(text):
+            parts.append(TextPart("prose", text[pos:]))
+        return parts
 
     def model_text(self, response: str, *, tool_outputs: int | None = None) -> str:
         """The response without its tool outputs: what the model wrote."""

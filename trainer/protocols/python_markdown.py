@@ -40,6 +40,12 @@ class PythonMarkdown(Protocol):
     stop_marker: ClassVar[str | None] = OUTPUT_MARKER
     # Group "tool": what follows the marker up to the closing fence and its newline.
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(r"```output(?P<tool>\n.*?\n```(?:\n|$))", re.DOTALL)
+    # As extract_program reads a block: opened by a line starting or ending with ```python,
+    # closed by the next line starting with ```.
+    call_re: ClassVar[re.Pattern[str]] = re.compile(
+        r"(?:^```python[^\n]*|```python$)\n(?P<call>.*?)(?=^```|\Z)", re.DOTALL | re.MULTILINE
+    )
+    call_language: ClassVar[str] = "python"
 
     def extract_call(self, text: str) -> str | None:
         # ToRL runs extract_program on the current round's generation only: a block written

@@ -7,7 +7,7 @@ and the final answer is <answer>\\boxed{...}</answer>.
 import re
 from typing import ClassVar
 
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation
+from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation, tagged_call_re
 from trainer.trajectory import ToolExecution
 
 _FENCED = re.compile(r"```python(.*?)```", re.DOTALL)
@@ -19,6 +19,8 @@ class ReTool(Protocol):
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(
         r"(?P<tool><interpreter>.*?</interpreter>\n?)", re.DOTALL
     )
+    call_re: ClassVar[re.Pattern[str]] = tagged_call_re("code")
+    call_language: ClassVar[str] = "python"
 
     def extract_call(self, text: str) -> str | None:
         tail = self._strip_marker(self._after_last_output(text))

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, ClassVar, Literal
 
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol
+from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, tagged_call_re
 from trainer.trajectory import ToolExecution
 
 CallStyle = Literal["lines", "list"]
@@ -58,6 +58,8 @@ class ToolCallJson(Protocol):
     name: ClassVar[str] = "tool_call_json"
     stop_marker: ClassVar[str | None] = None
     tool_output_re: ClassVar[re.Pattern[str] | None] = None
+    call_re: ClassVar[re.Pattern[str]] = tagged_call_re("tool_call")
+    call_language: ClassVar[str] = "json"
 
     def parse_calls(self, text: str, *, style: CallStyle = "lines") -> list[Any] | None:
         """The calls in `text`: `lines` is ToolRL's layout, `list` Tool-N1's; None if malformed."""

@@ -1,0 +1,169 @@
+"""The quickstart's tiny model, cold-started by SFT and cached.
+
+RL from a random initialisation never finds a rewarded answer, so the tiny model first imitates
+seeded tool-use traces for the arithmetic task (trainer.sft), with the budget `TINY_SFT`: the
+traces favour the slow skills (easy answers from memory, copying on hard problems) and the policy
+still starts undecided, calling the tool about half the time on every difficulty, so that GRPO has
+something to learn.
+
+The cold start takes minutes, so it is trained once and cached. The cache directory name carries a
+fingerprint of everything that shapes the model (architecture, tokenizer, chat and prompt
+templates, SFT budget), so changing the recipe trains a new model instead of loading a stale one,
+and the checkpoint can always be rebuilt by deleting the directory.
+
+    python -m trainer cold-start [--seed 0] [--eval-size 200] [--out DIR]
+
+trains the cold start with the default budget (`cold_start_report`) and prints accuracy and tool use on easy and hard
+validation problems, greedy and sampled at temperature 1, executing the model's code in the sandbox.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from trainer.config import TINY_MODEL
+from trainer.models.tiny import CHAT_TEMPLATE, TINY_PROMPT_TEMPLATE, CharTokenizer, build_tiny_model, tiny_config
+from trainer.sft import evaluate, sft_train, tool_use_traces
+from trainer.synthetic import arithmetic_examples
+
+# The cached cold start is one fixed model, whatever the run's seed: runs differ in RL, not in
+# their starting point, and a single cache entry serves them all.
+TINY_SEED = 0
+# Bumped when the trace generator or training loop changes in a way the fingerprint cannot see.
+TINY_RECIPE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class SFTBudget:
+    """How the tiny model's cold start is trained: 1500 steps, about four minutes on 2 idle CPU cores.
+
+    Two skills take longest: answering easy problems from memory (300 facts) and, in tool calls,
+    copying the expression into print() and the tool's output into \\boxed{} (a tiny model learns to
+    copy late and suddenly). The traces therefore favour them: 70% of problems are easy, 75% of those
+    answered directly, and 90% of hard ones go through the tool; the choice token is reweighted so
+    the policy still starts undecided (`Trace.choice_weight`), and the tokens that carry the content
+    (expression, right answer) weigh `content_weight` times the format around them. Every trace is
+    seen once.
+
+    Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0): 241 s of
+    training; sampled at temperature 1, easy accuracy 1.0 with tool use 0.60, hard accuracy 0.56 with
+    tool use 0.57 (0.985 of the tool calls right). The previous recipe (1000 steps, half the traces
+    calling the tool on each difficulty, equal weights, hard problems of two or three operands up
+    to 999) reached sampled accuracy 0.185, hard 0.01.
+    """
+
+    traces: int = 48000
+    epochs: int = 1
+    lr: float = 3e-3
+    batch_size: int = 32
+    easy_share: float = 0.7
+    tool_share_easy: float = 0.25
+    tool_share_hard: float = 0.9
+    content_weight: float = 8.0
+
+
+TINY_SFT = SFTBudget()
+
+
+def tiny_cold_start(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    seed: int,
+    template: str,
+    budget: SFTBudget | None = None,
+    log: Callable[[str], None] = print,
+) -> list[float]:
+    """The quickstart's cold start: `budget` (default TINY_SFT) traces and training on `model`."""
+    budget = budget or TINY_SFT
+    traces = tool_use_traces(
+        tokenizer,
+        budget.traces,
+        seed=seed,
+        template=template,
+        tool_share={"easy": budget.tool_share_easy, "hard": budget.tool_share_hard},
+        easy_share=budget.easy_share,
+    )
+    return sft_train(
+        model,
+        tokenizer,
+        traces,
+        epochs=budget.epochs,
+        lr=budget.lr,
+        batch_size=budget.batch_size,
+        seed=seed,
+        content_weight=budget.content_weight,
+        log=log,
+    )
+
+
+def tiny_fingerprint() -> str:
+    """A short hash of everything that determines the cold-started tiny model."""
+    recipe = {
+        "version": TINY_RECIPE_VERSION,
+        "seed": TINY_SEED,
+        "config": tiny_config(CharTokenizer()).to_dict(),
+        "vocab": CharTokenizer().get_vocab(),
+        "chat_template": CHAT_TEMPLATE,
+        "prompt_template": TINY_PROMPT_TEMPLATE,
+        "sft": dataclasses.asdict(TINY_SFT),
+    }
+    recipe["config"].pop("transformers_version", None)
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> Path:
+    """The directory of the cold-started tiny model, training it first if it is not cached.
+
+    An exclusive file lock makes a second process wait for the first one's training instead of
+    repeating it; the model is written to a temporary directory and renamed into place, so a
+    killed training never leaves a half-written checkpoint that looks complete.
+    """
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    target = cache_dir / f"tiny-char-{tiny_fingerprint()}"
+    with open(cache_dir / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_dir():
+            return target
+        log(f"cold-starting {TINY_MODEL} by SFT (cached at {target} for later runs)")
+        model, tokenizer = build_tiny_model(seed=TINY_SEED)
+        tiny_cold_start(model, tokenizer, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE, log=log)
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        partial.rename(target)
+    return target
+
+
+def cold_start_report(*, seed: int = 0, eval_size: int = 200, out: Path | None = None) -> dict[str, Any]:
+    """Cold-start a tiny model from `seed` with `TINY_SFT` (saved under `out` if given) and measure it
+    on `eval_size` mixed test problems: accuracy and tool use, greedy and sampled at temperature 1,
+    and the seconds each part took."""
+    model, tokenizer = build_tiny_model(seed=seed)
+    started = time.monotonic()
+    tiny_cold_start(model, tokenizer, seed=seed, template=TINY_PROMPT_TEMPLATE)
+    sft_s = time.monotonic() - started
+    if out is not None:
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+    started = time.monotonic()
+    examples = arithmetic_examples(eval_size, seed=seed, difficulty="mixed", split="test")
+    report: dict[str, Any] = {
+        "greedy": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE),
+        "sampled_t1": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, temperature=1.0),
+    }
+    report["sft_s"] = round(sft_s, 1)
+    report["eval_s"] = round(time.monotonic() - started, 1)
+    return report
