@@ -16,12 +16,20 @@ TEST_VAR_DIR ?= $(VAR_DIR)/test
 BENCH_VAR_DIR ?= $(VAR_DIR)/bench
 BENCH ?= $(filter-out bench/_%,$(wildcard bench/*.py))
 BENCH_ARGS ?=
+# The suite runs on every core: xdist workers take whole test files (module fixtures are set up once),
+# in the order tests/tiers.py gives (the heaviest first, those waiting for the tiny model's cold start
+# last). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= logical
+PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# The unit tiers: every test not marked e2e, browser or slow (tests/tiers.py says which are).
+FAST := -m "not e2e and not browser and not slow"
 
-.PHONY: help run test deps dev-deps browser-deps migrate lint bench screenshot clean-venv clean-var
+.PHONY: help run test test-fast deps dev-deps browser-deps migrate lint bench screenshot clean-venv clean-var
 
 help:
 	@echo "make run          start tirlab (web + worker; embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL)"
-	@echo "make test         run the test suite (PYTEST_ARGS=... is passed to pytest)"
+	@echo "make test         run the whole test suite, what CI runs (PYTEST_ARGS=... is passed to pytest)"
+	@echo "make test-fast    the unit tests only: no e2e stacks, browsers, Ray or learning runs (a minute or two)"
 	@echo "make migrate      apply database migrations"
 	@echo "make lint         ruff check"
 	@echo "make bench        run the benchmarks in bench/ (BENCH=bench/x.py for one, BENCH_ARGS=... to each)"
@@ -62,7 +70,10 @@ run: deps
 	$(DEVSTACK)
 
 test: dev-deps browser-deps
-	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) $(DEVSTACK) services -- $(PY) -m pytest $(PYTEST_ARGS)
+	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) $(DEVSTACK) services -- $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+
+test-fast: dev-deps
+	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) $(DEVSTACK) services -- $(PY) -m pytest $(PYTEST_XDIST) $(FAST) $(PYTEST_ARGS)
 
 migrate: deps
 	$(DEVSTACK) services -- $(PY) manage.py migrate

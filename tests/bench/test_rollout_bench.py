@@ -98,8 +98,10 @@ def test_a_request_admitted_mid_call_ends_its_own_length_after_joining() -> None
     outputs = engine.generate([first], lambda i, _: finished_at.setdefault(i, time.perf_counter() - started), admit)
     assert [len(o.new_token_ids) for o in outputs] == lengths
     (joined,) = joined_at
-    # The joiner does not wait for the running call: it ends its own length after joining, first.
-    assert joined + lengths[1] * 0.01 <= finished_at[1] <= joined + lengths[1] * 0.01 + SLACK_S
+    # The joiner does not wait for the running call: it ends its own length after joining, first. It
+    # joins on the engine's schedule, which a late wake-up leaves behind the clock that `joined` reads
+    # (and later steps catch up): it may end up to that much early too.
+    assert abs(finished_at[1] - (joined + lengths[1] * 0.01)) <= SLACK_S
     assert finished_at[1] < finished_at[0]
     assert lengths[0] * 0.01 <= finished_at[0] <= lengths[0] * 0.01 + SLACK_S
     assert (engine.calls, engine.admitted) == (1, 1)

@@ -5,13 +5,11 @@ runs load it.
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL_CACHE = Path(os.environ.get("TIRLAB_VAR_DIR") or REPO / "var") / "models"
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -27,14 +25,14 @@ def small_quickstart() -> dict:
     }
 
 
-def test_three_quickstart_steps_write_complete_consistent_files(tmp_path):
+def test_three_quickstart_steps_write_complete_consistent_files(tiny_model_cache, tmp_path):
     """The cold-started tiny model calls the tool about half the time: real code runs in the sandbox."""
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(small_quickstart()))
     out = tmp_path / "run"
     done = subprocess.run(
         [sys.executable, "-m", "trainer", "run", "--config", str(config_file), "--out", str(out),
-         "--model-cache", str(MODEL_CACHE)],
+         "--model-cache", str(tiny_model_cache)],
         cwd=REPO, capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,0 +1,27 @@
+"""Running a quickstart preset whole and reading its learning curve, for the learning tests (one
+preset per file, so that the runs go to different xdist workers)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from statistics import mean
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_preset(preset: str, out: Path, model_cache: Path) -> list[dict[str, float]]:
+    """The per-step metric values of `python -m trainer run --preset PRESET`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", "--preset", preset, "--out", str(out),
+         "--model-cache", str(model_cache)],
+        cwd=REPO, capture_output=True, text=True, timeout=1500,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == list(range(len(rows)))
+    return [row["values"] for row in rows]
+
+
+def window(values: list[dict[str, float]], name: str, steps: slice) -> float:
+    return mean(v[name] for v in values[steps] if name in v)
