@@ -10,7 +10,8 @@ Children are forked ahead of time ("spares"): a spare is already in its own sess
 unique uid of the execution it will serve, with its rlimits, fresh working directory and scrubbed
 environment, and waits on a pipe. A request only hands it its code (through a memfd) and wakes it;
 the fork, the set-up and, after the Result, the teardown and reaping all happen off the request
-path. A spare serves exactly one snippet and then dies, like any other child.
+path. A spare serves exactly one snippet and then dies, like any other child. Its working directory
+is moved out of every snippet's reach before its Result is sent, and deleted once it is reaped.
 
 This module must stay importable without Django, webapp or trainer, and without numpy/sympy (they
 are imported in main() only).
@@ -54,6 +55,9 @@ PR_SET_NO_NEW_PRIVS = 38
 
 # Where snippets' working directories live; a private tmpfs inside the zygote's mount namespace.
 WORK_ROOT = "/tmp/tirlab-sandbox"
+# Where a working directory goes when its Result is sent, until its process is reaped and it is
+# deleted: a directory only the zygote may enter, so no later snippet can reach it even for that moment.
+ANSWERED_ROOT = os.path.join(WORK_ROOT, ".answered")
 # Directories every user may write to on a Debian host. They are hidden behind root-owned tmpfs
 # mounts (mode 0755) in the zygote's mount namespace, so a snippet's working directory is the only
 # place it can write, and /run's Unix sockets (PostgreSQL's among them) are out of reach.
@@ -118,6 +122,7 @@ def isolate(cfg: Config) -> dict[str, Any]:
     except OSError as exc:
         info["problems"].append(f"mount namespace unavailable ({exc}); /tmp and /run stay shared with the host")
     os.makedirs(WORK_ROOT, mode=0o711, exist_ok=True)
+    os.makedirs(ANSWERED_ROOT, mode=0o700, exist_ok=True)
     return info
 
 
@@ -577,6 +582,7 @@ class Zygote:
         if status == "error" and "MemoryError" in stderr.rstrip().rsplit("\n", 1)[-1]:
             # A MemoryError raised in a thread or re-raised by a library still means the cap was hit.
             status = "memory_exceeded"
+        self.retire_workdir(ex)
         self.send({"id": ex.req_id, "result": {
             "status": status,
             "stdout": ex.out.decode("utf-8", errors="replace"),
@@ -589,6 +595,17 @@ class Zygote:
         }})
         # The slot is free for the next request now, even though the uid is not until reaped.
         self.start_queued()
+
+    @staticmethod
+    def retire_workdir(ex: Execution) -> None:
+        """Take the working directory off its path before the Result goes out (one rename, where
+        deleting it would first wait for the process to exit); on_exit deletes it once reaped."""
+        retired = os.path.join(ANSWERED_ROOT, os.path.basename(ex.workdir))
+        try:
+            os.rename(ex.workdir, retired)
+        except OSError:
+            return  # deleted from where it is, all the same
+        ex.workdir = retired
 
     def on_status(self, ex: Execution) -> None:
         if (ex.req_id is not None and len(ex.st.decode(errors="replace").split()) == 2 and not ex.answered

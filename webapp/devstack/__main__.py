@@ -3,6 +3,7 @@
 import argparse
 import http.client
 import os
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -32,16 +33,33 @@ def listen_address() -> tuple[str, int]:
     return os.environ.get("TIRLAB_HOST") or "127.0.0.1", int(os.environ.get("TIRLAB_PORT") or "8000")
 
 
-def app_commands() -> dict[str, list[str]]:
-    """The long-running application processes, in start order."""
+def listen_socket() -> socket.socket:
+    """The web's listening socket on TIRLAB_HOST:TIRLAB_PORT (0: a free port), bound here and inherited by
+    daphne, so that no port is free between being chosen and being served, and a taken one fails at once."""
     host, port = listen_address()
+    if ":" in host:  # daphne's --fd adopts IPv4 sockets only
+        raise DevstackError(f"TIRLAB_HOST={host}: give an IPv4 address (0.0.0.0 for every interface)")
+    try:
+        listener = socket.create_server((host, port))
+    except OSError as exc:
+        raise DevstackError(f"cannot listen on {host}:{port} (TIRLAB_HOST, TIRLAB_PORT): {exc.strerror}") from exc
+    listener.set_inheritable(True)
+    return listener
+
+
+def web_command(listener: socket.socket) -> list[str]:
+    """daphne serving on a listening socket it inherits."""
+    return [PY, "-m", "daphne", "--fd", str(listener.fileno()), "webapp.asgi:application"]
+
+
+def background_commands() -> dict[str, list[str]]:
+    """The Celery processes, in start order."""
     worker = [PY, "-m", "celery", "-A", "webapp", "worker", "-l", "info"]
     if concurrency := os.environ.get("TIRLAB_WORKER_CONCURRENCY"):
         worker += ["--concurrency", concurrency]
     # Beat only sends the periodic reconcile task; the workers run it. Its schedule state lives in var/.
     schedule = Path(tirlab_settings.VAR_DIR) / "celerybeat-schedule"
     return {
-        "web": [PY, "-m", "daphne", "-b", host, "-p", str(port), "webapp.asgi:application"],
         "worker": worker,
         "beat": [PY, "-m", "celery", "-A", "webapp", "beat", "-l", "info", "--schedule", str(schedule)],
     }
@@ -125,8 +143,8 @@ def start_services(sup: Supervisor, *, reuse: bool) -> dict[str, str]:
 
 def base_url() -> str:
     host, port = listen_address()
-    host = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # a wildcard bind answers on loopback
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    host = "127.0.0.1" if host == "0.0.0.0" else host  # a wildcard bind answers on loopback
+    return f"http://{host}:{port}"
 
 
 def healthy(url: str) -> bool:
@@ -139,10 +157,15 @@ def healthy(url: str) -> bool:
 
 
 def run_stack(sup: Supervisor) -> NoReturn:
+    listener = listen_socket()
+    # The port bound (the one chosen, if TIRLAB_PORT was 0) is what the children are told: the worker
+    # gives it to trainers as their report URL (TIRLAB_PUBLIC_URL's default).
+    os.environ["TIRLAB_PORT"] = str(listener.getsockname()[1])
     env = start_services(sup, reuse=False)
     for name, argv in SETUP_STEPS.items():
         sup.run_step(name, argv, env)
-    apps = sup.spawn_together(app_commands(), env)
+    apps = sup.spawn_together({"web": web_command(listener), **background_commands()}, env, {"web": listener})
+    listener.close()  # daphne holds it now
     sup.wait_until(lambda: healthy(base_url() + "/healthz"), apps, "web (/healthz)")
     print(f"tirlab is up at {base_url()} (admin: /admin/, API docs: /api/docs/)", flush=True)
     sup.watch()
@@ -156,8 +179,13 @@ def setup_plain() -> int:
     return 0
 
 
-def exec_app(name: str) -> NoReturn:
-    argv = app_commands()[name]
+def exec_app(name: str, listen_fd: int | None = None) -> NoReturn:
+    if name == "web":
+        listener = listen_socket() if listen_fd is None else socket.socket(fileno=listen_fd)
+        listener.set_inheritable(True)
+        argv = web_command(listener)
+    else:
+        argv = background_commands()[name]
     os.chdir(BASE_DIR)
     os.execv(argv[0], argv)
 
@@ -173,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("setup", help="migrate, collectstatic, tirlab_bootstrap")
     web = sub.add_parser("web", help="exec daphne on TIRLAB_HOST:TIRLAB_PORT")
     web.add_argument("--setup", action="store_true", help="run the setup steps first")
+    web.add_argument("--fd", type=int, help="serve on this inherited listening socket (its port kept across restarts)")
     sub.add_parser("worker", help="exec the Celery worker")
     sub.add_parser("beat", help="exec Celery beat (the periodic reconcile of runs with Ray)")
     args = parser.parse_args(argv)
@@ -187,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     if cmd in ("web", "worker", "beat"):
         if cmd == "web" and args.setup and (code := setup_plain()) != 0:
             return code
-        exec_app(cmd)
+        try:
+            exec_app(cmd, args.fd if cmd == "web" else None)
+        except DevstackError as exc:
+            say("devstack", f"error: {exc}")
+            return 1
 
     sup = Supervisor(BASE_DIR, Path(tirlab_settings.VAR_DIR))
     try:

@@ -52,7 +52,9 @@ class Managed(Protocol):
 class Child:
     """A process in its own session (one signal reaches its whole tree), its output prefixed by its name."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], env: dict[str, str], cwd: Path, pass_fds: tuple[int, ...] = ()
+    ) -> None:
         self.name = name
         self.proc = subprocess.Popen(
             argv,
@@ -62,6 +64,7 @@ class Child:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
         self._reader = threading.Thread(target=self._pump, name=f"{name}-output", daemon=True)
         self._reader.start()

@@ -4,17 +4,20 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import IO, NoReturn
+from typing import IO, NoReturn, TypeVar
 
 from webapp.devstack.processes import STOP_GRACE_S, Child, DevstackError, Interrupted, Managed, exit_description, say
 
 START_TIMEOUT_S = 120.0  # for a service or /healthz to answer
+
+T = TypeVar("T")
 
 
 class Supervisor:
@@ -55,16 +58,21 @@ class Supervisor:
         self.add(child)
         return child
 
-    def spawn_together(self, commands: dict[str, list[str]], env: dict[str, str]) -> list[Managed]:
+    def spawn_together(
+        self, commands: dict[str, list[str]], env: dict[str, str], sockets: dict[str, socket.socket]
+    ) -> list[Managed]:
+        """The commands as one layer; each named in `sockets` inherits that socket."""
         layer: list[Managed] = []
         self.layers.append(layer)
         for name, argv in commands.items():
-            layer.append(Child(name, argv, env, self.cwd))
+            inherited = (sockets[name].fileno(),) if name in sockets else ()
+            layer.append(Child(name, argv, env, self.cwd, inherited))
         return layer
 
-    def wait_until(self, ready: Callable[[], bool], watched: list[Managed], what: str) -> None:
+    def wait_until(self, ready: Callable[[], T], watched: list[Managed], what: str) -> T:
+        """What `ready()` returns once it is true (polled while the watched processes live)."""
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not ready():
+        while not (value := ready()):
             self.check()
             for managed in watched:
                 if (code := managed.exit_code()) is not None:
@@ -72,6 +80,7 @@ class Supervisor:
             if time.monotonic() > deadline:
                 raise DevstackError(f"{what} was not ready within {START_TIMEOUT_S:.0f} s")
             time.sleep(0.2)
+        return value
 
     def lock_var_dir(self) -> bool:
         """One devstack owns the embedded servers of a var dir; False if another one holds it."""
