@@ -4,8 +4,6 @@
 // per server-side bucket (or per step when the series is short). Each is drawn as a min–max band
 // and a line through the (optionally EMA-smoothed) last value of each bucket.
 (function () {
-  const HEADLINE = ["accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "tool_productivity"];
-
   function cssVar(name, fallbackName) {
     const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
     return value || (fallbackName ? cssVar(fallbackName) : "");
@@ -102,12 +100,13 @@
     return Plotly.react(div, traces, plotLayout, CONFIG);
   }
 
-  // Headline metrics first (in their order), then every other one grouped by its '/' prefix.
-  function groupKeys(keys) {
-    const headline = HEADLINE.filter(function (key) { return keys.indexOf(key) >= 0; });
+  // The headline metrics (the page's data names them, from trainer.contract) first, in their order,
+  // then every other one grouped by its '/' prefix.
+  function groupKeys(keys, headlineNames) {
+    const headline = headlineNames.filter(function (key) { return keys.indexOf(key) >= 0; });
     const sections = {};
     keys.slice().sort().forEach(function (key) {
-      if (HEADLINE.indexOf(key) >= 0) return;
+      if (headlineNames.indexOf(key) >= 0) return;
       const prefix = key.indexOf("/") >= 0 ? key.split("/")[0] : "other";
       (sections[prefix] = sections[prefix] || []).push(key);
     });
@@ -139,7 +138,7 @@
   }
 
   window.TirlabCharts = {
-    HEADLINE, ema, timeUnit, seriesTraces, layout, draw, groupKeys, seriesColor, onThemeChange, replaceQuery,
+    ema, timeUnit, seriesTraces, layout, draw, groupKeys, seriesColor, onThemeChange, replaceQuery,
     fetchJson,
   };
 })();

@@ -134,11 +134,10 @@
     setTimeout(function () { link.textContent = label; }, 1500);
   });
 
-  // ---- a newer step while the run is live -------------------------------------------------------
-  const liveStatuses = ["queued", "starting", "running"];
+  // ---- a newer step while the run is live (data-live: its status may still change) --------------
   const shownLast = root.dataset.last === "" ? -1 : Number(root.dataset.last);
   const notice = document.getElementById("live-notice");
-  if (window.TirlabLive && liveStatuses.includes(root.dataset.status) && root.dataset.step === root.dataset.last) {
+  if (window.TirlabLive && root.dataset.live && root.dataset.step === root.dataset.last) {
     let newest = shownLast;
     const offer = function (step) {
       if (!(step > newest)) return;

@@ -6,7 +6,6 @@
   const C = window.TirlabCharts;
   const page = JSON.parse(document.getElementById("run-page-data").textContent);
   const MAX_POINTS = page.maxPoints;
-  const FINISHED = ["succeeded", "failed", "cancelled", "lost"];
   const query = new URLSearchParams(location.search);
   const state = {
     smooth: Math.min(Math.max(parseFloat(query.get("smooth")) || 0, 0), 0.99),
@@ -15,9 +14,10 @@
   let keys = page.metricKeys.slice();
   let series = {}; // key -> series in the current x mode
   let lastStep = page.lastStep;
+  let runStatus = page.status;
   let firstStepTime = page.firstStepTime;
   const charts = {}; // key -> {div, visible, dirty, drawn, stale (its series must be re-read)}
-  const timings = (window.tirlabRunPage = { headlineRenderedMs: null, chartsDrawn: 0 });
+  const timings = (window.tirlabRunPage = { headlineRenderedMs: null, chartsDrawn: 0, polls: 0 });
 
   // --- layout -----------------------------------------------------------------------------------
 
@@ -47,7 +47,7 @@
   }
 
   function buildLayout() {
-    const groups = C.groupKeys(keys);
+    const groups = C.groupKeys(keys, page.headline);
     const headline = document.getElementById("headline-charts");
     const sections = document.getElementById("section-charts");
     groups.headline.forEach(function (key) { if (!charts[key]) chartDiv(key, headline); });
@@ -110,7 +110,7 @@
     const jobs = [];
     Object.keys(charts).forEach(function (key) {
       const chart = charts[key];
-      if (chart.dirty && series[key] && (chart.visible || C.HEADLINE.indexOf(key) >= 0)) jobs.push(drawChart(key));
+      if (chart.dirty && series[key] && (chart.visible || page.headline.indexOf(key) >= 0)) jobs.push(drawChart(key));
     });
     return Promise.all(jobs);
   }
@@ -137,7 +137,7 @@
   }
 
   async function loadAll() {
-    const groups = C.groupKeys(keys);
+    const groups = C.groupKeys(keys, page.headline);
     const prefetch = window.tirlabRunPrefetch;
     if (prefetch && prefetch.x === state.x && prefetch.keys.join() === groups.headline.join()) {
       const body = await prefetch.response;
@@ -208,11 +208,14 @@
 
   function showStatus(run) {
     if (run.status) {
+      runStatus = run.status;
+      showLiveState();
       const badge = document.getElementById("run-status");
       badge.textContent = run.status;
       badge.className = "status " + run.status;
-      if (run.status !== "queued") { const q = document.getElementById("queue-position"); if (q) q.remove(); }
-      if (FINISHED.indexOf(run.status) >= 0) {
+      // A status only moves forward, so a new one means the run has left the queue (if it was in it).
+      if (run.status !== page.status) { const q = document.getElementById("queue-position"); if (q) q.remove(); }
+      if (page.activeStatuses.indexOf(run.status) < 0) {
         const cancel = document.getElementById("cancel-form");
         if (cancel) cancel.remove();
       }
@@ -225,6 +228,8 @@
       const total = Math.max(0, Math.floor((Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000));
       const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = String(total % 60).padStart(2, "0");
       setText("run-duration", h ? h + " h " + String(m).padStart(2, "0") + " min " + s + " s" : m + " min " + s + " s");
+    } else if (run.finished_at) {
+      setText("run-duration", "never started");
     }
     if (run.error) {
       setText("run-error-text", run.error);
@@ -243,6 +248,8 @@
   logList.querySelectorAll("li[data-time]").forEach(function (li) {
     seenLines.add(Date.parse(li.dataset.time) + "|" + li.dataset.source + "|" + li.querySelector(".log-message").textContent);
   });
+  // Open on the newest lines (a log is read from its tail); appendLines then keeps following them.
+  logList.scrollTop = logList.scrollHeight;
 
   function appendLines(lines) {
     lines.forEach(function (line) {
@@ -278,15 +285,17 @@
 
   async function poll() {
     const run = await C.fetchJson(page.runUrl);
+    timings.polls += 1;
     showStatus(run);
     addKeys(run.metric_keys || []);
-    if (run.last_step !== null && run.last_step !== lastStep) {
+    // Only forward: the websocket may have brought later steps while this request was under way.
+    if (run.last_step !== null && (lastStep === null || run.last_step > lastStep)) {
       lastStep = run.last_step;
       setText("run-last-step", String(lastStep));
       // Re-read what is on screen; charts further down re-read when scrolled to.
       const onScreen = keys.filter(function (key) {
         const chart = charts[key];
-        if (!chart || chart.visible || C.HEADLINE.indexOf(key) >= 0) return true;
+        if (!chart || chart.visible || page.headline.indexOf(key) >= 0) return true;
         chart.stale = true;
         return false;
       });
@@ -303,11 +312,18 @@
     else if (event.event === "snapshot") {
       showStatus(event.data);
       // Steps reported while the socket was down: read them from the API.
-      if (event.data.last_step !== null && event.data.last_step !== lastStep) poll();
+      if (event.data.last_step !== null && (lastStep === null || event.data.last_step > lastStep)) poll();
     }
   }
 
   const liveLabels = { live: "live", polling: "live (polling)", paused: "paused while the tab is hidden" };
+  let socketState = "";
+
+  // A finished run sends nothing more: its page is not "live", whatever the socket does.
+  function showLiveState() {
+    const finished = page.activeStatuses.indexOf(runStatus) < 0;
+    setText("live-state", finished ? "" : liveLabels[socketState] || socketState);
+  }
 
   // --- controls ---------------------------------------------------------------------------------
 
@@ -343,6 +359,6 @@
     onEvent: onEvent,
     poll: poll,
     pollMs: 3000,
-    onState: function (s) { setText("live-state", liveLabels[s] || s); },
+    onState: function (s) { socketState = s; showLiveState(); },
   });
 })();

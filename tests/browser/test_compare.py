@@ -9,7 +9,8 @@ from tests.browser._helpers import in_thread
 from tests.browser.test_run_page import open_logged_in
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import RunStatus
-from webapp.runs.services import run_create, run_transition
+from webapp.runs.services import run_create
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,7 +5,8 @@ import pytest
 
 from tests.browser._helpers import in_thread, log_in, screenshot
 from webapp.runs.models import Experiment, RunStatus
-from webapp.runs.services import run_create, run_transition
+from webapp.runs.services import run_create
+from webapp.runs.transitions import run_transition
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
