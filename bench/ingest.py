@@ -223,7 +223,8 @@ def metric_steps(first: int, count: int, rng: random.Random, t0: float) -> list[
 
 def new_run(user: Any, name: str) -> tuple[Any, str]:
     """A run as a trainer finds it when it starts reporting: created, then starting."""
-    from webapp.runs.services import run_create, run_transition
+    from webapp.runs.services import run_create
+    from webapp.runs.transitions import run_transition
 
     run, token = run_create(user=user, name=name, config={}, managed=False)  # the bench plays the trainer
     run_transition(run=run, status="starting")

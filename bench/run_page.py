@@ -42,9 +42,9 @@ from bench.ingest import (  # noqa: E402
     log,
     throwaway_database,
 )
+from trainer.contract import HEADLINE_METRICS  # noqa: E402
 
 TARGET_MS = 1000.0
-HEADLINE = ["accuracy", "tool_call_ratio", "code_in_correct", "response_length/mean", "tool_productivity"]
 CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "bench-password-123"
 
@@ -54,7 +54,8 @@ def seed(db_url: str, steps: int) -> int:
     from django.db import connection
 
     from webapp.runs.models import Run, RunStatus
-    from webapp.runs.services import run_create, run_log, run_transition
+    from webapp.runs.services import run_create
+    from webapp.runs.transitions import run_log, run_transition
 
     user = get_user_model().objects.create_user(username="bench", password=PASSWORD)
     run, _ = run_create(user=user, name="100k steps", config={}, managed=False)
@@ -121,7 +122,7 @@ def measure(base_url: str, run_id: int, reps: int) -> dict[str, list[float]]:
             figures["all"].append(timings["allLoadedMs"])
             log(f"load {rep}: headline {timings['headlineRenderedMs']:.0f} ms, all {timings['allLoadedMs']:.0f} ms")
         browser.close()
-    figures["api_headline"] = api_ms(base_url, cookies, run_id, HEADLINE, reps)
+    figures["api_headline"] = api_ms(base_url, cookies, run_id, list(HEADLINE_METRICS), reps)
     figures["api_all"] = api_ms(base_url, cookies, run_id, sorted(METRIC_KEYS), reps)
     return figures
 

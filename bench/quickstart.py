@@ -1,0 +1,135 @@
+"""Benchmark: a quickstart preset end to end, as a researcher runs it, and the README's tables.
+
+Runs `python -m trainer run --preset P` in a subprocess and prints:
+
+- the wall time of the cold start (the tiny model's SFT, timed on its own into a fresh model cache
+  unless --model-cache names one that has it) and of the GRPO steps, with the median step time from
+  the run's own `timing_s/step`;
+- its learning table from its own `metrics.jsonl`: accuracy and tool use overall, on easy and on hard
+  problems, at chosen steps (--at) or as means over windows of steps (--window N);
+- the ratio of the last row to the first (the run against its own cold start, measured in the same run);
+- the load average before and after, the CPU count and torch's thread count, because the figures
+  depend on them: on another machine, or with other threads, the cold start's floating point differs
+  and so does every step after it (same machine, same threads: the same curve).
+
+    .venv/bin/python bench/quickstart.py                                  # quickstart from an empty cache
+    .venv/bin/python bench/quickstart.py --model-cache var/models         # with the cached cold start
+    .venv/bin/python bench/quickstart.py --preset quickstart-otc --window 10 --model-cache var/models
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+COLUMNS = (
+    ("accuracy", "accuracy"),
+    ("tool use", "tool_call_ratio"),
+    ("easy accuracy", "train/easy/accuracy"),
+    ("easy tool use", "train/easy/tool_call_ratio"),
+    ("hard accuracy", "train/hard/accuracy"),
+    ("hard tool use", "train/hard/tool_call_ratio"),
+)
+
+
+def err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+def timed(argv: list[str]) -> float:
+    start = time.monotonic()
+    done = subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        err(done.stderr[-3000:])
+        raise SystemExit(f"{' '.join(argv[:4])} … failed with exit code {done.returncode}")
+    return time.monotonic() - start
+
+
+def cold_start(cache: Path) -> float:
+    """Seconds to build (or load, when cached) the tiny model's cold start into `cache`."""
+    code = (
+        "import sys; from pathlib import Path; from trainer.models import tiny_checkpoint; "
+        "tiny_checkpoint(Path(sys.argv[1]), log=lambda _: None)"
+    )
+    return timed([sys.executable, "-c", code, str(cache)])
+
+
+def rows_at(values: list[dict[str, float]], at: list[int]) -> list[tuple[str, dict[str, float]]]:
+    return [(str(step), values[step]) for step in at if step < len(values)]
+
+
+def rows_windowed(values: list[dict[str, float]], size: int) -> list[tuple[str, dict[str, float]]]:
+    rows = []
+    for start in range(0, len(values), size):
+        chunk = values[start : start + size]
+        means = {key: statistics.mean(v[key] for v in chunk if key in v) for _, key in COLUMNS}
+        rows.append((f"{start}-{start + len(chunk) - 1}", means))
+    return rows
+
+
+def table(rows: list[tuple[str, dict[str, float]]]) -> str:
+    header = "| step | " + " | ".join(label for label, _ in COLUMNS) + " |"
+    lines = [header, "|---:|" + "---:|" * len(COLUMNS)]
+    for label, values in rows:
+        lines.append(f"| {label} | " + " | ".join(f"{values.get(key, float('nan')):.3f}" for _, key in COLUMNS) + " |")
+    first, last = rows[0][1], rows[-1][1]
+    ratios = [f"{last[key] / first[key]:.2f}" if first.get(key) else "—" for _, key in COLUMNS]
+    lines.append("| last / first | " + " | ".join(f"×{r}" for r in ratios) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="quickstart")
+    parser.add_argument("--model-cache", type=Path, help="an existing model cache (default: a fresh one)")
+    parser.add_argument("--max-steps", type=int, help="fewer steps than the preset's (a smoke check)")
+    parser.add_argument("--at", default="0,5,10,15,19", help="steps to show (default %(default)s)")
+    parser.add_argument("--window", type=int, help="show means over windows of this many steps instead")
+    parser.add_argument("--out", type=Path, help="keep the run's files here")
+    args = parser.parse_args()
+
+    import torch  # here: --help should not pay for it
+
+    with tempfile.TemporaryDirectory(prefix="tl-quickstart-") as tmp:
+        cache = args.model_cache or Path(tmp) / "models"
+        out = args.out or Path(tmp) / "run"
+        before = load()
+        err(f"cold start into {cache} …")
+        sft_s = cold_start(cache)
+        err(f"python -m trainer run --preset {args.preset} …")
+        argv = [sys.executable, "-m", "trainer", "run", "--preset", args.preset, "--out", str(out),
+                "--model-cache", str(cache)]  # fmt: skip
+        if args.max_steps:
+            argv += ["--max-steps", str(args.max_steps)]
+        run_s = timed(argv)
+        after = load()
+        values = [json.loads(line)["values"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+    step_s = statistics.median(v["timing_s/step"] for v in values)
+    print(f"preset {args.preset}: {len(values)} GRPO steps")
+    threads = torch.get_num_threads()
+    print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
+    print(f"cold start {'(cached) ' if args.model_cache else ''}{sft_s:.0f} s; run {run_s:.0f} s "
+          f"(median step {step_s:.2f} s); total {sft_s + run_s:.0f} s")  # fmt: skip
+    if args.window:
+        rows = rows_windowed(values, args.window)
+    else:
+        rows = rows_at(values, [int(step) for step in args.at.split(",")])
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
