@@ -81,7 +81,7 @@ def test_plain_pairs_are_accepted() -> None:
 
 
 def test_pairs_without_executions_count_calls_from_the_protocol() -> None:
-    text = "```python\nprint(1)\n```\n```output\n1\n```\n```python\nprint(2)\n```"
+    text = "```python\nprint(1)\n```\n```output\n1\n```\n```python\nprint(2)\n```\n```output\n2\n```"
     completion = Completion(text=text, response_tokens=5)
     reward = RewardResult(total=1.0, correct=True)
     assert tool_call_count(completion) == 2
