@@ -2,19 +2,19 @@
 
 Runs `python -m trainer run --preset P` in a subprocess and prints:
 
-- the wall time of the cold start (the tiny model's SFT, timed on its own into a fresh model cache
-  unless --model-cache names one that has it) and of the GRPO steps, with the median step time from
-  the run's own `timing_s/step`;
+- the wall time of getting the cold start (timed on its own: loading the shipped one from
+  trainer/models/shipped/, or, while a changed recipe is not shipped yet, its SFT into a fresh model
+  cache unless --model-cache names one that has it) and of the GRPO steps, with the median step
+  time from the run's own `timing_s/step`;
 - its learning table from its own `metrics.jsonl`: accuracy and tool use overall, on easy and on hard
   problems, at chosen steps (--at) or as means over windows of steps (--window N);
 - the ratio of the last row to the first (the run against its own cold start, measured in the same run);
 - the load average before and after, the CPU count and torch's thread count, because the figures
-  depend on them: on another machine, or with other threads, the cold start's floating point differs
-  and so does every step after it (same machine, same threads: the same curve).
+  depend on them: on another machine, or with other threads, floating point rounds differently and
+  the curves drift apart.
 
-    .venv/bin/python bench/quickstart.py                                  # quickstart from an empty cache
-    .venv/bin/python bench/quickstart.py --model-cache var/models         # with the cached cold start
-    .venv/bin/python bench/quickstart.py --preset quickstart-otc --window 10 --model-cache var/models
+    .venv/bin/python bench/quickstart.py                                  # the quickstart, as on a fresh install
+    .venv/bin/python bench/quickstart.py --preset quickstart-otc --window 10
 """
 
 from __future__ import annotations
@@ -121,7 +121,10 @@ def main() -> int:
     print(f"preset {args.preset}: {len(values)} GRPO steps")
     threads = torch.get_num_threads()
     print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
-    print(f"cold start {'(cached) ' if args.model_cache else ''}{sft_s:.0f} s; run {run_s:.0f} s "
+    from trainer.models.tiny_cold_start import shipped_checkpoint
+
+    source = "shipped" if shipped_checkpoint() else "cached" if args.model_cache else "SFT into an empty cache"
+    print(f"cold start ({source}) {sft_s:.0f} s; run {run_s:.0f} s "
           f"(median step {step_s:.2f} s); total {sft_s + run_s:.0f} s")  # fmt: skip
     if args.window:
         rows = rows_windowed(values, args.window)

@@ -1,9 +1,10 @@
-"""The suite's model cache, and the tiny model's cold start in it.
+"""The suite's model cache, and the tiny model's cold start for it.
 
-Building the cold start (SFT, minutes of CPU; trainer.models.tiny_checkpoint) is the longest single
-step of a run from an empty cache. The tests that need it ask for the `tiny_model_cache` fixture:
-the first one builds it (tests/tiers.py sends that test first, so the other workers run the rest
-meanwhile), and the others wait on the checkpoint's file lock, then load it.
+The tests that run the tiny model ask for the `tiny_model_cache` fixture. Normally the cold start is
+the shipped one (trainer/models/shipped/) and nothing is built. While a change to the model's recipe
+has not been shipped yet (`python -m trainer cold-start --ship`), the first such test trains it by
+SFT into the cache (minutes of CPU; tests/tiers.py sends that test first, so the other workers run
+the rest meanwhile), and the others wait on the checkpoint's file lock, then load it.
 """
 
 import os

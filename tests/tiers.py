@@ -8,9 +8,9 @@ A test is in the fast tier (`make test-fast`) unless it is marked `e2e`, `browse
 
 `make test` runs every tier across the machine's cores, whole files per worker (module fixtures
 are set up once), in the order below: the file that takes longest among those needing the tiny
-model's cold start goes first (its worker builds the cold start, then runs it, while the others
-work through the rest); then the files that do not need it, heaviest tier first; then the other
-files that need it. A test's declared timeout (`@pytest.mark.timeout`) stands for its length.
+model goes first (when the current recipe's cold start is not shipped, its worker builds it, then
+runs it, while the others work through the rest); then the files that do not need it, heaviest
+tier first; then the other files that need it. A test's declared timeout (`@pytest.mark.timeout`) stands for its length.
 """
 
 from pathlib import Path

@@ -144,6 +144,32 @@ def test_cold_start_trains_saves_and_reports_the_tiny_model(tmp_path: Path, monk
     monkeypatch.setattr(tiny_cold_start, "TINY_SFT", tiny_cold_start.SFTBudget(traces=32, batch_size=16))
     assert main(["cold-start", "--eval-size", "4", "--out", str(tmp_path)]) == 0
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert set(report) == {"greedy", "sampled_t1", "sft_s", "eval_s"}
+    assert set(report) == {"eval_size", "greedy", "sampled_t1", "sft_s", "eval_s"}
     assert report["greedy"]["all"]["n"] == report["sampled_t1"]["all"]["n"] == 4
     assert (tmp_path / "config.json").is_file() and (tmp_path / "tokenizer_config.json").is_file()
+
+
+def test_cold_start_ship_replaces_the_shipped_model_and_its_report(tmp_path: Path, monkeypatch, capsys) -> None:
+    from trainer.cli import main
+    from trainer.models import tiny_cold_start
+
+    monkeypatch.setattr(tiny_cold_start, "TINY_SFT", tiny_cold_start.SFTBudget(traces=32, batch_size=16))
+    monkeypatch.setattr(tiny_cold_start, "SHIPPED_DIR", tmp_path)
+    (tmp_path / "tiny-char-0123456789ab").mkdir()  # an older recipe's
+    assert tiny_cold_start.shipped_checkpoint() is None
+    assert main(["cold-start", "--ship", "--eval-size", "4"]) == 0
+    shipped = tiny_cold_start.shipped_checkpoint()
+    assert shipped is not None and [p.name for p in tmp_path.iterdir()] == [shipped.name]
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report == json.loads((shipped / "report.json").read_text())
+    assert report["eval_size"] == 4 and report["built_with"]["command"] == "python -m trainer cold-start --ship"
+    # What a run of the tiny model now loads, without training.
+    assert tiny_cold_start.tiny_checkpoint(tmp_path / "cache", log=pytest.fail) == shipped
+
+
+def test_cold_start_ship_takes_neither_out_nor_seed(tmp_path: Path, capsys) -> None:
+    from trainer.cli import main
+
+    assert main(["cold-start", "--ship", "--out", str(tmp_path)]) == 2
+    assert "--ship" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

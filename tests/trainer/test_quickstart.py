@@ -1,7 +1,6 @@
 """The quickstart through the real loop: the cold-started tiny model, the sandbox, rewards, updates.
 
-The first run builds the cold start (SFT, a few minutes on 2 cores) into the model cache; later
-runs load it.
+The runs start from the shipped cold start (trainer/models/shipped/), loaded in a second.
 """
 
 import json

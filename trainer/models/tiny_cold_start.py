@@ -6,15 +6,23 @@ traces favour the slow skills (easy answers from memory, copying on hard problem
 still starts undecided, calling the tool about half the time on every difficulty, so that GRPO has
 something to learn.
 
-The cold start takes minutes, so it is trained once and cached. The cache directory name carries a
-fingerprint of everything that shapes the model (architecture, tokenizer, chat and prompt
-templates, SFT budget), so changing the recipe trains a new model instead of loading a stale one,
-and the checkpoint can always be rebuilt by deleting the directory.
+The cold start takes minutes of CPU, so tirlab ships its result: `SHIPPED_DIR` holds the model
+this recipe trains (3.3 MB of float32 weights) beside ``report.json``, how it did when it was built
+and on what machine. The directory name carries a fingerprint of everything that shapes the model
+(architecture, tokenizer, chat and prompt templates, SFT budget, seed), so a changed recipe is
+never served stale weights: without a shipped model for the current fingerprint, the first run
+trains the cold start and caches it under the run's model cache, as it always could.
+
+    python -m trainer cold-start --ship
+
+retrains the shipped model from the recipe and rewrites its directory and report (tests/trainer/
+test_shipped_cold_start.py fails, naming this command, when the recipe changes without it), and
 
     python -m trainer cold-start [--seed 0] [--eval-size 200] [--out DIR]
 
-trains the cold start with the default budget (`cold_start_report`) and prints accuracy and tool use on easy and hard
-validation problems, greedy and sampled at temperature 1, executing the model's code in the sandbox.
+trains a cold start with the default budget (`cold_start_report`) and prints accuracy and tool use
+on easy and hard validation problems, greedy and sampled at temperature 1, executing the model's
+code in the sandbox.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import os
+import platform
 import shutil
 import time
 from collections.abc import Callable
@@ -30,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.config import TINY_MODEL
@@ -40,13 +51,16 @@ from trainer.synthetic import arithmetic_examples
 # The cached cold start is one fixed model, whatever the run's seed: runs differ in RL, not in
 # their starting point, and a single cache entry serves them all.
 TINY_SEED = 0
+# The cold starts tirlab ships, one directory per recipe fingerprint.
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+SHIPPED_REPORT = "report.json"
 # Bumped when the trace generator or training loop changes in a way the fingerprint cannot see.
 TINY_RECIPE_VERSION = 2
 
 
 @dataclass(frozen=True)
 class SFTBudget:
-    """How the tiny model's cold start is trained: 1500 steps, about four minutes on 2 idle CPU cores.
+    """How the tiny model's cold start is trained: 1500 steps, four to eight minutes on 2 idle CPU cores.
 
     Two skills take longest: answering easy problems from memory (300 facts) and, in tool calls,
     copying the expression into print() and the tool's output into \\boxed{} (a tiny model learns to
@@ -56,9 +70,10 @@ class SFTBudget:
     (expression, right answer) weigh `content_weight` times the format around them. Every trace is
     seen once.
 
-    Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0): 241 s of
-    training; sampled at temperature 1, easy accuracy 1.0 with tool use 0.60, hard accuracy 0.56 with
-    tool use 0.57 (0.985 of the tool calls right). The previous recipe (1000 steps, half the traces
+    Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0; the shipped
+    model's report.json, from `python -m trainer cold-start --ship`): 458 s of training (241 s on an
+    earlier machine of the same kind); sampled at temperature 1, easy accuracy 1.0 with tool use
+    0.60, hard accuracy 0.56 with tool use 0.57 (0.985 of the tool calls right). The previous recipe (1000 steps, half the traces
     calling the tool on each difficulty, equal weights, hard problems of two or three operands up
     to 999) reached sampled accuracy 0.185, hard 0.01.
     """
@@ -123,13 +138,23 @@ def tiny_fingerprint() -> str:
     return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def shipped_checkpoint() -> Path | None:
+    """The shipped cold start of the current recipe, if there is one."""
+    path = SHIPPED_DIR / f"tiny-char-{tiny_fingerprint()}"
+    return path if (path / "model.safetensors").is_file() else None
+
+
 def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> Path:
-    """The directory of the cold-started tiny model, training it first if it is not cached.
+    """The directory of the cold-started tiny model: the shipped one when it matches the recipe,
+    else the one cached under `cache_dir`, training it first if it is not there.
 
     An exclusive file lock makes a second process wait for the first one's training instead of
     repeating it; the model is written to a temporary directory and renamed into place, so a
     killed training never leaves a half-written checkpoint that looks complete.
     """
+    shipped = shipped_checkpoint()
+    if shipped is not None:
+        return shipped
     cache_dir.mkdir(parents=True, exist_ok=True)
     target = cache_dir / f"tiny-char-{tiny_fingerprint()}"
     with open(cache_dir / f"{target.name}.lock", "w") as lock:
@@ -159,11 +184,42 @@ def cold_start_report(*, seed: int = 0, eval_size: int = 200, out: Path | None =
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
     started = time.monotonic()
-    examples = arithmetic_examples(eval_size, seed=seed, difficulty="mixed", split="test")
-    report: dict[str, Any] = {
-        "greedy": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE),
-        "sampled_t1": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, temperature=1.0),
-    }
+    report: dict[str, Any] = evaluate_cold_start(model, tokenizer, eval_size=eval_size, seed=seed)
     report["sft_s"] = round(sft_s, 1)
     report["eval_s"] = round(time.monotonic() - started, 1)
     return report
+
+
+def evaluate_cold_start(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, eval_size: int, seed: int = 0
+) -> dict[str, Any]:
+    """Accuracy and tool use on `eval_size` mixed test problems, greedy and sampled at temperature 1."""
+    examples = arithmetic_examples(eval_size, seed=seed, difficulty="mixed", split="test")
+    return {
+        "eval_size": eval_size,
+        "greedy": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE),
+        "sampled_t1": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, temperature=1.0),
+    }
+
+
+def ship_cold_start(*, eval_size: int = 200, log: Callable[[str], None] = print) -> Path:
+    """Train the recipe's cold start and make it the shipped one, with its report; older shipped
+    cold starts are removed. Returns the new directory."""
+    target = SHIPPED_DIR / f"tiny-char-{tiny_fingerprint()}"
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    log(f"training {TINY_MODEL}'s cold start into {target}")
+    report = cold_start_report(seed=TINY_SEED, eval_size=eval_size, out=partial)
+    report["built_with"] = {
+        "command": "python -m trainer cold-start --ship",
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+    (partial / SHIPPED_REPORT).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    for old in SHIPPED_DIR.glob("tiny-char-*"):
+        if old != partial:
+            shutil.rmtree(old)
+    partial.rename(target)
+    return target
