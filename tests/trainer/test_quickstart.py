@@ -4,6 +4,7 @@ The runs start from the shipped cold start (trainer/models/shipped/), loaded in 
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,30 @@ def test_three_quickstart_steps_write_complete_consistent_files(tiny_model_cache
         assert by_step[step]["groups/sampled"] == 4
     assert (out / "checkpoints" / "step-3" / "trainer_state.pt").is_file()
     assert json.loads((out / "status.json").read_text().splitlines()[-1])["status"] == "succeeded"
+
+
+def test_the_same_seed_gives_the_same_curve_with_one_thread_or_two(tiny_model_cache, tmp_path):
+    """What the README promises about reproducing its tables: every metric but the timings (and the
+    throughputs computed from them) is equal, step by step, whether torch computes on one thread or
+    two (on another machine's CPU, float reductions may round differently, which no test here can
+    check)."""
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(small_quickstart()))
+    curves = []
+    for threads in (1, 2):
+        out = tmp_path / f"threads-{threads}"
+        done = subprocess.run(
+            [sys.executable, "-m", "trainer", "run", "--config", str(config_file), "--out", str(out),
+             "--model-cache", str(tiny_model_cache)],
+            cwd=REPO, capture_output=True, text=True, timeout=1200,
+            env={**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        curves.append(
+            [
+                {name: value for name, value in m["values"].items() if not name.startswith(("timing_s/", "perf/"))}
+                for m in read_jsonl(out / "metrics.jsonl")
+            ]
+        )
+    one, two = curves
+    assert len(one) == 3 and one == two
