@@ -121,6 +121,7 @@ def main() -> int:
     print(f"preset {args.preset}: {len(values)} GRPO steps")
     threads = torch.get_num_threads()
     print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
+    sys.path.insert(0, str(REPO))  # run as a script, bench/ is on the path and the project is not
     from trainer.models.tiny_cold_start import shipped_checkpoint
 
     source = "shipped" if shipped_checkpoint() else "cached" if args.model_cache else "SFT into an empty cache"
