@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
             **os.environ,
             "DATABASE_URL": db_url,
             "REDIS_URL": os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL,
-            "CHANNELS_PREFIX": "bench",
+            "TIRLAB_REDIS_PREFIX": "bench",
             "SECRET_KEY": os.environ.get("SECRET_KEY") or "tirlab-bench-not-secret",
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
             "DEBUG": "false",

@@ -2,7 +2,7 @@ import os
 
 # Tests talk to the real PostgreSQL and Redis that CI (and `make test`) provide; each process (each
 # xdist worker) publishes on its own channel-layer prefix.
-os.environ.setdefault("CHANNELS_PREFIX", f"tirlab-test-{os.getpid()}")
+os.environ.setdefault("TIRLAB_REDIS_PREFIX", f"tirlab-test-{os.getpid()}")
 
 # xdist workers share the cores: each gets its share of torch's intra-op threads (set before torch is
 # imported, and inherited by the trainers it starts). Two threads per worker on two cores wait on

@@ -1,6 +1,7 @@
 """Tiny typed readers for settings taken from the environment."""
 
 import os
+from typing import Any
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -14,9 +15,27 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     value = os.environ.get(name)
-    return default if value in (None, "") else int(value)
+    number = default if value in (None, "") else _number(name, value, int)
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name}={value!r}: give a whole number of at least {minimum}")
+    return number
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    value = os.environ.get(name)
+    number = default if value in (None, "") else _number(name, value, float)
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name}={value!r}: give a number of at least {minimum:g}")
+    return number
+
+
+def _number(name: str, value: str, kind: type) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a {'whole ' if kind is int else ''}number") from None
 
 
 def env_list(name: str, default: str = "") -> list[str]:

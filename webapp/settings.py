@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.env import env_bool, env_int, env_list, env_str
+from webapp.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Mutable state (embedded services, uploads, secret key) lives under var/.
@@ -37,6 +37,8 @@ EMBEDDED_PG_DIR = VAR_DIR / "postgres"
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis" / "redis.sock"
 DATABASE_URL = env_str("DATABASE_URL", f"postgresql://postgres:@/postgres?host={EMBEDDED_PG_DIR}")
 REDIS_URL = env_str("REDIS_URL", f"unix://{EMBEDDED_REDIS_SOCKET}")
+# Every key and channel tirlab puts in Redis starts with this (Celery's queues aside).
+REDIS_PREFIX = env_str("TIRLAB_REDIS_PREFIX", "tirlab")
 
 INSTALLED_APPS = [
     "daphne",
@@ -62,6 +64,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "webapp.core.unavailable.DatabaseUnavailableMiddleware",
+    "webapp.core.ratelimit.RateLimitHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -88,7 +92,21 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Database connections, bounded per process (README, "Connection budget"). Under ASGI every request runs
+# its synchronous code in a thread of its own, so persistent connections (CONN_MAX_AGE > 0) would mean one
+# connection per request in flight, each kept until its thread is collected. Instead each process borrows
+# from a pool of at most DB_POOL_SIZE connections: a request or a task takes one when it first queries and
+# hands it back when it ends (CONN_MAX_AGE 0), and one that waits DB_POOL_TIMEOUT_S for a connection, or
+# finds the database down, is answered 503 with Retry-After (webapp.core.unavailable). Connections are
+# checked when they leave the pool, so a restarted database costs no request an error.
+DB_POOL_SIZE = env_int("TIRLAB_DB_POOL_SIZE", 8, minimum=1)
+DB_POOL_TIMEOUT_S = env_float("TIRLAB_DB_POOL_TIMEOUT_S", 5.0, minimum=0.1)
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
+DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+    "min_size": 1,
+    "max_size": DB_POOL_SIZE,
+    "timeout": DB_POOL_TIMEOUT_S,
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -110,10 +128,14 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = VAR_DIR / "media"
 
+# Live pushes go through Redis pub/sub: a run's event is published once and each web process hands it
+# to its own viewers of that run, where the list-based layer queued a copy per viewer in Redis and
+# popped each one back. Nothing is kept for a viewer who is not connected, and nothing needs to be:
+# a page that (re)connects reads the current state and polls while its socket is away.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "tirlab")},
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": REDIS_PREFIX},
     }
 }
 
@@ -145,6 +167,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
         "rest_framework.filters.SearchFilter",
     ],
+    "DEFAULT_THROTTLE_CLASSES": ["webapp.core.ratelimit.ApiThrottle"],
     "DEFAULT_PAGINATION_CLASS": "webapp.core.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "webapp.core.schema.AutoSchema",
@@ -214,6 +237,12 @@ QUIET_LOGGERS = ("celery.app.trace", "celery.worker.strategy", "celery.beat")
 CELERY_BEAT_SCHEDULE = {
     "reconcile-runs": {"task": "webapp.runs.tasks.reconcile_runs", "schedule": float(RECONCILE_EVERY_S)},
 }
+
+# Rate limits per credential (webapp/core/ratelimit.py), as (requests per second sustained, requests at
+# once after a quiet spell); a rate of 0 turns that limit off. A trainer's reporter sends about one batch
+# a second: the limits are there to stop a runaway client, not to pace a healthy one.
+INGEST_RATE_LIMIT = (env_float("TIRLAB_INGEST_RATE", 20.0, minimum=0), env_int("TIRLAB_INGEST_BURST", 100, minimum=1))
+API_RATE_LIMIT = (env_float("TIRLAB_API_RATE", 20.0, minimum=0), env_int("TIRLAB_API_BURST", 200, minimum=1))
 
 # Seconds after a cancel during which the trainer's final flush (metrics, checkpoint) is still taken.
 INGEST_CANCEL_GRACE_S = env_int("TIRLAB_INGEST_CANCEL_GRACE_S", 60)

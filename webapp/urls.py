@@ -21,3 +21,4 @@ urlpatterns = [
 ]
 
 handler404 = core_views.not_found
+handler500 = "webapp.core.unavailable.server_error"

@@ -21,12 +21,25 @@ FIELD_ERRORS = OpenApiResponse(
 )
 
 
+_RETRY_AFTER = {"schema": {"type": "integer"}, "description": "Seconds to wait before sending it again."}
+TOO_MANY_REQUESTS = OpenApiResponse(
+    ErrorSerializer,
+    description="Over this credential's rate limit (`RateLimit-Limit`, `-Remaining`, `-Reset` say where it stands, "
+    "on every answer); nothing was done. Send it again after `Retry-After` seconds.",
+)
+UNAVAILABLE = OpenApiResponse(
+    ErrorSerializer,
+    description="The database is busy or unreachable; nothing was written. Send it again after `Retry-After` seconds.",
+)
+
+
 class AutoSchema(openapi.AutoSchema):
     """DRF's error responses, added to every operation that can answer them.
 
     An empty query parameter is documented as allowed (it means the parameter was not given).
     401/403 where a user must be authenticated, 404 where a path names a row or a page can be out of
-    range, 400 where a body or a query parameter can be refused, 415 where a body is taken.
+    range, 400 where a body or a query parameter can be refused, 415 where a body is taken, 429 where a
+    rate limit applies, 503 everywhere (the database can be busy or down).
     Codes an operation declares itself win.
     """
 
@@ -51,6 +64,9 @@ class AutoSchema(openapi.AutoSchema):
             errors["403"] = OpenApiResponse(ErrorSerializer, description="Not allowed for this user.")
         if any(p["in"] == "path" for p in parameters) or (self._is_list_view() and self._get_paginator()):
             errors["404"] = OpenApiResponse(ErrorSerializer, description="No such row visible to you, or no such page.")
+        if self.view.throttle_classes:
+            errors["429"] = TOO_MANY_REQUESTS
+        errors["503"] = UNAVAILABLE
         responses = operation["responses"]
         for code, response in errors.items():
             if code not in responses:

@@ -45,6 +45,8 @@ def publish_run_events(run: Run, events: list[tuple[str, dict[str, Any]]], *, li
     """Send `events` to the run's socket, and `list_event` to the run lists, once the transaction commits.
 
     One async_to_sync call for the lot: each costs a thread hop, which dominated small ingest batches.
+    Robust: what was committed stays committed and the request succeeds when the channel layer (Redis)
+    is down; the pages poll while their socket is away, so a lost push costs a viewer nothing.
     """
     messages = [
         (run_group(run.pk), {"type": "run.event", "event": event, "run_id": run.pk, "data": data})
@@ -54,4 +56,4 @@ def publish_run_events(run: Run, events: list[tuple[str, dict[str, Any]]], *, li
         item = {"type": "runs.event", "event": list_event, "run": run_list_item(run)}
         messages += [(owner_list_group(run.owner_id), item), (STAFF_LIST_GROUP, item)]
     if messages:
-        transaction.on_commit(lambda: async_to_sync(_send_all)(messages))
+        transaction.on_commit(lambda: async_to_sync(_send_all)(messages), robust=True)

@@ -2,6 +2,7 @@
 
 import hmac
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -196,11 +197,19 @@ def _in_cancel_grace(run: Run, now: datetime) -> bool:
     )
 
 
-def ingest_batch(*, run_id: int, token: str, payload: Any) -> dict[str, int]:
+@dataclass(frozen=True)
+class Ingested:
+    """What a batch wrote, and whether its trainer should stop (the run was cancelled in the dashboard)."""
+
+    written: dict[str, int]
+    stop: bool
+
+
+def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
     """Validate and write one batch for a run; raises IngestForbidden / IngestRejected, writing nothing.
 
     A run cancelled less than INGEST_CANCEL_GRACE_S ago still takes data (no status change), so that
-    the trainer's final flush is kept; `stopping()` tells the caller to say so.
+    the trainer's final flush is kept; `stop` tells it to stop.
     """
     batch = parse_batch(payload)
     now = timezone.now()
@@ -236,9 +245,5 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> dict[str, int]:
         for status in plan:
             error = batch.status.error if batch.status is not None and status == batch.status.status else ""
             run_transition(run=run, status=status, error=error)
-    return {"metrics": len(metric_rows), "trajectories": len(trajectories), "logs": len(logs)}
-
-
-def stopping(run_id: int) -> bool:
-    """True once the run was cancelled in the dashboard (its trainer should stop)."""
-    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED).exists()
+    written = {"metrics": len(metric_rows), "trajectories": len(trajectories), "logs": len(logs)}
+    return Ingested(written=written, stop=run.status == RunStatus.CANCELLED)

@@ -11,10 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from trainer.contract import IngestBatch
+from webapp.core.ratelimit import IngestThrottle
 from webapp.core.schema import ErrorSerializer
 from webapp.core.tokens import bearer_token
 from webapp.runs.api.serializers import IngestWrittenSerializer
-from webapp.runs.ingest import IngestForbidden, IngestRejected, ingest_batch, stopping
+from webapp.runs.ingest import IngestForbidden, IngestRejected, ingest_batch
 
 
 class RunIngestView(APIView):
@@ -26,6 +27,7 @@ class RunIngestView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes = [IngestThrottle]
     # Listed for the OpenAPI schema; the body is read raw so its size is checked before parsing.
     parser_classes = [JSONParser]
 
@@ -70,10 +72,10 @@ class RunIngestView(APIView):
         except (ValueError, UnicodeDecodeError) as exc:
             return Response({"detail": f"invalid JSON: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            written = ingest_batch(run_id=pk, token=token, payload=payload)
+            ingested = ingest_batch(run_id=pk, token=token, payload=payload)
         except IngestRejected as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         except IngestForbidden as exc:
             return Response({"detail": exc.message}, status=exc.status_code)
         # "stop": the run was cancelled; this batch (its trainer's final flush) was kept all the same.
-        return Response({"written": written, "stop": stopping(pk)})
+        return Response({"written": ingested.written, "stop": ingested.stop})
