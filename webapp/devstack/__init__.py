@@ -3,8 +3,9 @@
   python -m webapp.devstack [run]                 embedded services as needed, setup, web + worker + beat
   python -m webapp.devstack services -- CMD ...   embedded services as needed around one command
   python -m webapp.devstack setup                 migrate, collectstatic, tirlab_bootstrap
-  python -m webapp.devstack web [--setup] [--fd N]  daphne on TIRLAB_HOST:TIRLAB_PORT, or on the inherited
-                                                  listening socket N (replaces this process)
+  python -m webapp.devstack web [--setup] [--fd N]  the web tier: TIRLAB_WEB_PROCESSES daphne processes on
+                                                  TIRLAB_HOST:TIRLAB_PORT, or on the inherited listening
+                                                  socket N (web.py)
   python -m webapp.devstack worker                the Celery worker (replaces this process)
   python -m webapp.devstack beat                  Celery beat, which schedules the reconcile of runs
 
@@ -16,5 +17,6 @@ whole process tree; Ctrl-C or SIGTERM stops everything started, newest first, an
 If a child dies unexpectedly, the rest are stopped and `run` exits 1, naming it.
 
 processes.py: the things started (a child process, the daemonized PostgreSQL); supervisor.py: starting,
-watching and stopping them; __main__.py: what tirlab runs, and the command line.
+watching and stopping them; web.py: the web tier; budget.py: how many processes of each kind run and the
+database connections they may hold; __main__.py: what tirlab runs, and the command line.
 """

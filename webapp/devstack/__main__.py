@@ -15,9 +15,11 @@ from typing import NoReturn
 from webapp import settings as tirlab_settings
 from webapp.devstack import __doc__ as usage
 from webapp.devstack import ray_head
+from webapp.devstack.budget import CELERY_POOL_SIZE, worker_processes
 from webapp.devstack.processes import DevstackError, EmbeddedPostgres, Interrupted, redis_command, say
 from webapp.devstack.ray_head import start_ray
 from webapp.devstack.supervisor import Supervisor
+from webapp.devstack.web import serve_web
 
 BASE_DIR = Path(tirlab_settings.BASE_DIR)
 PY = sys.executable
@@ -48,21 +50,29 @@ def listen_socket() -> socket.socket:
 
 
 def web_command(listener: socket.socket) -> list[str]:
-    """daphne serving on a listening socket it inherits."""
-    return [PY, "-m", "daphne", "--fd", str(listener.fileno()), "webapp.asgi:application"]
+    """The web tier (webapp/devstack/web.py) serving on a listening socket it inherits."""
+    return [PY, "-m", "webapp.devstack", "web", "--fd", str(listener.fileno())]
 
 
 def background_commands() -> dict[str, list[str]]:
     """The Celery processes, in start order."""
-    worker = [PY, "-m", "celery", "-A", "webapp", "worker", "-l", "info"]
-    if concurrency := os.environ.get("TIRLAB_WORKER_CONCURRENCY"):
-        worker += ["--concurrency", concurrency]
+    worker = [PY, "-m", "celery", "-A", "webapp", "worker", "-l", "info", "--concurrency", str(worker_processes())]
     # Beat only sends the periodic reconcile task; the workers run it. Its schedule state lives in var/.
     schedule = Path(tirlab_settings.VAR_DIR) / "celerybeat-schedule"
     return {
         "worker": worker,
         "beat": [PY, "-m", "celery", "-A", "webapp", "beat", "-l", "info", "--schedule", str(schedule)],
     }
+
+
+def app_env(name: str, env: dict[str, str]) -> dict[str, str]:
+    """`env` for one of tirlab's processes: its name for PostgreSQL (pg_stat_activity's application_name,
+    so an operator sees who holds what) and, for the Celery processes, which run one task at a time,
+    a database pool of one (webapp/devstack/budget.py)."""
+    extra = {"PGAPPNAME": f"tirlab-{name}"}
+    if name in ("worker", "beat"):
+        extra["TIRLAB_DB_POOL_SIZE"] = str(CELERY_POOL_SIZE)
+    return {**env, **extra}
 
 
 def start_postgres(sup: Supervisor) -> str:
@@ -163,9 +173,10 @@ def run_stack(sup: Supervisor) -> NoReturn:
     os.environ["TIRLAB_PORT"] = str(listener.getsockname()[1])
     env = start_services(sup, reuse=False)
     for name, argv in SETUP_STEPS.items():
-        sup.run_step(name, argv, env)
-    apps = sup.spawn_together({"web": web_command(listener), **background_commands()}, env, {"web": listener})
-    listener.close()  # daphne holds it now
+        sup.run_step(name, argv, app_env("setup", env))
+    commands = {"web": web_command(listener), **background_commands()}
+    apps = sup.spawn_together(commands, {name: app_env(name, env) for name in commands}, {"web": listener})
+    listener.close()  # the web tier holds it now
     sup.wait_until(lambda: healthy(base_url() + "/healthz"), apps, "web (/healthz)")
     print(f"tirlab is up at {base_url()} (admin: /admin/, API docs: /api/docs/)", flush=True)
     sup.watch()
@@ -173,21 +184,24 @@ def run_stack(sup: Supervisor) -> NoReturn:
 
 def setup_plain() -> int:
     for name, argv in SETUP_STEPS.items():
-        if (code := subprocess.run(argv, cwd=BASE_DIR).returncode) != 0:
+        if (code := subprocess.run(argv, cwd=BASE_DIR, env=app_env("setup", dict(os.environ))).returncode) != 0:
             print(f"devstack: {name} failed with exit code {code}", file=sys.stderr)
             return code
     return 0
 
 
-def exec_app(name: str, listen_fd: int | None = None) -> NoReturn:
-    if name == "web":
-        listener = listen_socket() if listen_fd is None else socket.socket(fileno=listen_fd)
-        listener.set_inheritable(True)
-        argv = web_command(listener)
-    else:
-        argv = background_commands()[name]
+def exec_app(name: str) -> NoReturn:
+    """Replaces this process with the Celery worker or beat."""
+    argv = background_commands()[name]
     os.chdir(BASE_DIR)
-    os.execv(argv[0], argv)
+    os.execve(argv[0], argv, app_env(name, dict(os.environ)))
+
+
+def web(listen_fd: int | None) -> int:
+    listener = listen_socket() if listen_fd is None else socket.socket(fileno=listen_fd)
+    listener.set_inheritable(True)
+    os.chdir(BASE_DIR)
+    return serve_web(listener, app_env("web", dict(os.environ)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,9 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     services = sub.add_parser("services", help="embedded services as needed around one command")
     services.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG ...]")
     sub.add_parser("setup", help="migrate, collectstatic, tirlab_bootstrap")
-    web = sub.add_parser("web", help="exec daphne on TIRLAB_HOST:TIRLAB_PORT")
-    web.add_argument("--setup", action="store_true", help="run the setup steps first")
-    web.add_argument("--fd", type=int, help="serve on this inherited listening socket (its port kept across restarts)")
+    web_cmd = sub.add_parser("web", help="the daphne processes (TIRLAB_WEB_PROCESSES) on TIRLAB_HOST:TIRLAB_PORT")
+    web_cmd.add_argument("--setup", action="store_true", help="run the setup steps first")
+    web_cmd.add_argument(
+        "--fd", type=int, help="serve on this inherited listening socket (its port kept across restarts)"
+    )
     sub.add_parser("worker", help="exec the Celery worker")
     sub.add_parser("beat", help="exec Celery beat (the periodic reconcile of runs with Ray)")
     args = parser.parse_args(argv)
@@ -213,14 +229,16 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("services needs a command: services -- CMD [ARG ...]")
     if cmd == "setup":
         return setup_plain()
-    if cmd in ("web", "worker", "beat"):
-        if cmd == "web" and args.setup and (code := setup_plain()) != 0:
-            return code
-        try:
-            exec_app(cmd, args.fd if cmd == "web" else None)
-        except DevstackError as exc:
-            say("devstack", f"error: {exc}")
-            return 1
+    try:
+        if cmd == "web":
+            if args.setup and (code := setup_plain()) != 0:
+                return code
+            return web(args.fd)
+        if cmd in ("worker", "beat"):
+            exec_app(cmd)
+    except (DevstackError, ValueError) as exc:
+        say("devstack", f"error: {exc}")
+        return 1
 
     sup = Supervisor(BASE_DIR, Path(tirlab_settings.VAR_DIR))
     try:

@@ -50,24 +50,38 @@ class Managed(Protocol):
 
 
 class Child:
-    """A process in its own session (one signal reaches its whole tree), its output prefixed by its name."""
+    """A process in its own session (one signal reaches its whole tree), its output prefixed by its name.
+
+    With `own_session=False` it stays in our process group and writes to our output as it is: for the
+    web processes of `devstack web`, which a signal to that group must reach along with it (SIGKILL too).
+    """
 
     def __init__(
-        self, name: str, argv: list[str], env: dict[str, str], cwd: Path, pass_fds: tuple[int, ...] = ()
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        pass_fds: tuple[int, ...] = (),
+        *,
+        own_session: bool = True,
     ) -> None:
         self.name = name
+        self.own_session = own_session
         self.proc = subprocess.Popen(
             argv,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            stdout=subprocess.PIPE if own_session else None,
+            stderr=subprocess.STDOUT if own_session else None,
+            start_new_session=own_session,
             pass_fds=pass_fds,
         )
-        self._reader = threading.Thread(target=self._pump, name=f"{name}-output", daemon=True)
-        self._reader.start()
+        self._reader: threading.Thread | None = None
+        if own_session:
+            self._reader = threading.Thread(target=self._pump, name=f"{name}-output", daemon=True)
+            self._reader.start()
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -79,6 +93,8 @@ class Child:
 
     def _group_alive(self) -> bool:
         self.proc.poll()  # reap the leader, so that only live members keep the group
+        if not self.own_session:
+            return self.proc.returncode is None
         try:
             os.killpg(self.proc.pid, 0)
         except ProcessLookupError:
@@ -89,7 +105,10 @@ class Child:
 
     def _signal_group(self, sig: signal.Signals) -> None:
         try:
-            os.killpg(self.proc.pid, sig)
+            if self.own_session:
+                os.killpg(self.proc.pid, sig)
+            elif self.proc.returncode is None:
+                self.proc.send_signal(sig)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -104,7 +123,8 @@ class Child:
             say(self.name, "still running; sending SIGKILL")
             self._signal_group(signal.SIGKILL)
         self.proc.wait()
-        self._reader.join(timeout=2)
+        if self._reader is not None:
+            self._reader.join(timeout=2)
 
 
 class EmbeddedPostgres:

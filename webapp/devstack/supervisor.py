@@ -59,14 +59,19 @@ class Supervisor:
         return child
 
     def spawn_together(
-        self, commands: dict[str, list[str]], env: dict[str, str], sockets: dict[str, socket.socket]
+        self,
+        commands: dict[str, list[str]],
+        envs: dict[str, dict[str, str]],
+        sockets: dict[str, socket.socket],
+        *,
+        own_session: bool = True,
     ) -> list[Managed]:
-        """The commands as one layer; each named in `sockets` inherits that socket."""
+        """The commands as one layer, each with its environment; each named in `sockets` inherits that socket."""
         layer: list[Managed] = []
         self.layers.append(layer)
         for name, argv in commands.items():
             inherited = (sockets[name].fileno(),) if name in sockets else ()
-            layer.append(Child(name, argv, env, self.cwd, inherited))
+            layer.append(Child(name, argv, envs[name], self.cwd, inherited, own_session=own_session))
         return layer
 
     def wait_until(self, ready: Callable[[], T], watched: list[Managed], what: str) -> T:
