@@ -21,7 +21,6 @@ FIELD_ERRORS = OpenApiResponse(
 )
 
 
-_RETRY_AFTER = {"schema": {"type": "integer"}, "description": "Seconds to wait before sending it again."}
 TOO_MANY_REQUESTS = OpenApiResponse(
     ErrorSerializer,
     description="Over this credential's rate limit (`RateLimit-Limit`, `-Remaining`, `-Reset` say where it stands, "

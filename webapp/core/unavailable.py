@@ -18,30 +18,21 @@ from collections.abc import Callable
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from psycopg_pool import PoolTimeout
 
 log = logging.getLogger(__name__)
 
-# The pool was busy: the process is at its share of connections; a second is enough to drain a few.
-RETRY_AFTER_BUSY_S = 1
-# The database is out of reach: restarts take seconds.
-RETRY_AFTER_DOWN_S = 5
+# A pool that timed out cannot tell a busy database from one that is down (it keeps trying to connect
+# meanwhile), so one wait for both: enough for a few requests to drain, short against a restart.
+RETRY_AFTER_S = 2
 
 
 def retry_after_s(exc: BaseException | None) -> int | None:
     """Seconds a client should wait when `exc` means the database cannot serve it now; None otherwise."""
-    if not isinstance(exc, OperationalError | InterfaceError):
-        return None
-    return RETRY_AFTER_BUSY_S if isinstance(exc.__cause__, PoolTimeout) else RETRY_AFTER_DOWN_S
+    return RETRY_AFTER_S if isinstance(exc, OperationalError | InterfaceError) else None
 
 
 def unavailable_response(request: HttpRequest, exc: BaseException, seconds: int) -> HttpResponse:
-    busy = seconds == RETRY_AFTER_BUSY_S
-    detail = (
-        "the server is busy (every database connection is in use); nothing was written, retry"
-        if busy
-        else "the database is unavailable; nothing was written, retry"
-    )
+    detail = "the database is busy or unreachable; nothing was written, send it again"
     cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     log.warning("503 for %s %s: %s (%s)", request.method, request.path, detail, cause)
     if request.path.startswith("/api/"):
@@ -49,7 +40,7 @@ def unavailable_response(request: HttpRequest, exc: BaseException, seconds: int)
     else:
         response = HttpResponse(
             f"<!doctype html><title>tirlab: try again shortly</title><h1>503</h1><p>{detail.capitalize()} "
-            f"in {seconds} s.</p>",
+            f"in {seconds} s (try again).</p>",
             status=503,
         )
     response["Retry-After"] = str(seconds)
