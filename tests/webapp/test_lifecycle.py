@@ -38,7 +38,7 @@ class FakeRay:
         if self.refuse:
             raise ray_jobs.SubmissionRefused("bad runtime_env")
         self.submitted.append({"job_id": job_id, "entrypoint": entrypoint, "env": env})
-        self.states[job_id] = ray_jobs.JobState("RUNNING", "")
+        self.states[job_id] = ray_jobs.JobState("RUNNING", "", int(metadata["tirlab_run"]))
 
     def job_states(self):
         if self.down:
@@ -47,6 +47,8 @@ class FakeRay:
 
     def stop(self, job_id: str) -> bool:
         self.stopped.append(job_id)
+        if (job := self.states.get(job_id)) is not None:
+            self.states[job_id] = ray_jobs.JobState("STOPPED", "stopped", job.run_id)
         return True
 
 
@@ -179,3 +181,33 @@ def test_ray_down_during_reconcile_changes_nothing(ray, make_run):
     lifecycle.reconcile()
     run.refresh_from_db()
     assert run.status == "starting"
+
+
+def test_a_job_whose_launch_never_committed_is_stopped_and_the_run_launched_again(ray, make_run):
+    """The worker died between submitting the job and committing: Ray runs a job no run records."""
+    run = managed(make_run, "interrupted launch")
+    orphan = f"tirlab-run-{run.pk}-deadbeef"
+    ray.states[orphan] = ray_jobs.JobState("RUNNING", "", run.pk)
+    counts = lifecycle.reconcile()
+    run.refresh_from_db()
+    assert ray.stopped == [orphan] and counts["stopped"] == 1
+    assert run.status == "starting" and run.ray_job_id not in ("", orphan)  # launched again, under a new job
+    assert any("its launch did not complete" in line.message for line in run.log_lines.all())
+    lifecycle.reconcile()
+    assert ray.stopped == [orphan]  # the job the run records is left alone
+
+
+def test_no_job_is_stopped_while_a_launch_holds_the_lock(ray, make_run, django_db_blocker):
+    import psycopg
+    from django.db import connection
+
+    run = managed(make_run, "launch under way")
+    ray.states[f"tirlab-run-{run.pk}-inflight"] = ray_jobs.JobState("RUNNING", "", run.pk)
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    with psycopg.connect(
+        **{k: v for k, v in params.items() if k in ("dbname", "user", "host", "port", "password")}
+    ) as other:
+        other.execute("SELECT pg_advisory_xact_lock(%s)", [lifecycle._LAUNCH_LOCK])
+        jobs, stopped = lifecycle._jobs_with_orphans_stopped()
+    assert stopped == 0 and ray.stopped == [] and jobs

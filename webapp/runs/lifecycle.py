@@ -126,12 +126,13 @@ def reconcile() -> dict[str, int]:
             finished_at__gte=timezone.now() - _RECENTLY_FINISHED,
         ).exclude(ray_job_id="")
     )
-    if active or recent:
+    if active or recent or Run.objects.filter(managed=True, status=RunStatus.QUEUED).exists():
         try:
-            jobs = ray_jobs.job_states()
+            jobs, orphans_stopped = _jobs_with_orphans_stopped()
         except ray_jobs.RayUnavailable as exc:
             log.warning("reconcile: %s", exc)
             return counts
+        counts["stopped"] += orphans_stopped
         now = timezone.now()
         for run in active:
             counts["checked"] += 1
@@ -145,6 +146,38 @@ def reconcile() -> dict[str, int]:
                 counts["stopped"] += 1
     counts["launched"] = len(launch_queued())
     return counts
+
+
+def _jobs_with_orphans_stopped() -> tuple[dict[str, "ray_jobs.JobState"], int]:
+    """Ray's jobs, after stopping those of tirlab runs that no run records: their launcher died (a killed
+    worker, a lost database connection) after submitting the job but before its transaction committed,
+    so the run is still queued and will be launched again, and the job's trainer holds a token nobody
+    knows. Returns the jobs and how many were stopped.
+
+    Taken under the launch lock, so that no launch is half-done meanwhile: every job a committed launch
+    made is recorded on its run by then. While a launch holds the lock, nothing is stopped this time."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_LAUNCH_LOCK])
+            locked = cursor.fetchone()[0]
+        jobs = ray_jobs.job_states()
+        if not locked:
+            return jobs, 0
+        unrecorded = {
+            job_id: job.run_id
+            for job_id, job in jobs.items()
+            if job.run_id is not None and job.status in ray_jobs.ACTIVE_JOB_STATES
+        }
+        recorded = dict(Run.objects.filter(pk__in=set(unrecorded.values())).values_list("pk", "ray_job_id"))
+        stopped = 0
+        for job_id, run_id in unrecorded.items():
+            if recorded.get(run_id) == job_id or not ray_jobs.stop(job_id):
+                continue
+            stopped += 1
+            log.warning("stopped Ray job %s of run %s: no run records it (its launch did not complete)", job_id, run_id)
+            if (run := Run.objects.filter(pk=run_id).first()) is not None:
+                run_log(run=run, message=f"stopped Ray job {job_id}: its launch did not complete")
+        return jobs, stopped
 
 
 def _reconcile_one(run: Run, job: "ray_jobs.JobState | None", now) -> str:  # noqa: ANN001

@@ -33,6 +33,7 @@ class SubmissionRefused(Exception):
 class JobState:
     status: str
     message: str
+    run_id: int | None = None  # the tirlab run it was submitted for (its metadata)
 
 
 def _client() -> Any:
@@ -94,10 +95,17 @@ def job_states() -> dict[str, JobState]:
         _forget_client()
         raise RayUnavailable(f"cannot list Ray jobs at {settings.RAY_ADDRESS}: {exc}") from exc
     return {
-        job.submission_id: JobState(str(getattr(job.status, "value", job.status)), job.message or "")
+        job.submission_id: JobState(
+            str(getattr(job.status, "value", job.status)), job.message or "", _run_id(job.metadata or {})
+        )
         for job in jobs
         if job.submission_id
     }
+
+
+def _run_id(metadata: dict[str, str]) -> int | None:
+    value = metadata.get("tirlab_run", "")
+    return int(value) if value.isdigit() else None
 
 
 def stop(job_id: str) -> bool:
