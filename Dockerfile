@@ -1,7 +1,8 @@
 # tirlab in one container: `python -m webapp.devstack`, as `make run` runs it, with the embedded
 # PostgreSQL and Redis under /app/var unless DATABASE_URL / REDIS_URL are given.
 #   docker build -t tirlab . && docker run --rm -p 127.0.0.1:8000:8000 -v tirlab-var:/app/var tirlab
-# docker-compose.yml runs the same image as separate web and worker containers instead.
+# docker-compose.yml runs the same image as separate web and worker containers instead. Either way the
+# web is TIRLAB_WEB_PROCESSES daphne processes (one per core, up to 4) sharing one listening socket.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

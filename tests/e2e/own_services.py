@@ -223,9 +223,22 @@ class WebStack:
             self.procs["web"] = Proc("web", argv, self.env, self.root, (self.listener.fileno(),))
         wait_for(self.healthy, 60, "web /healthz", self.logs)
 
-    def healthy(self) -> bool:
+    def another_web(self, name: str) -> int:
+        """A second web tier on a port of its own, on the same database and Redis (another web node, as
+        behind a load balancer); returns its port."""
+        listener = socket.create_server(("127.0.0.1", 0))
+        listener.set_inheritable(True)
+        port = listener.getsockname()[1]
+        argv = [PY, "-m", "webapp.devstack", "web", "--fd", str(listener.fileno())]
+        self.procs[name] = Proc(name, argv, {**self.env, "TIRLAB_PORT": str(port)}, self.root, (listener.fileno(),))
+        listener.close()
+        wait_for(lambda: self.healthy(port), 60, f"{name} /healthz", self.logs)
+        return port
+
+    def healthy(self, port: int | None = None) -> bool:
         try:
-            return httpx.get(self.url("/healthz"), timeout=2, trust_env=False).status_code == 200
+            url = f"http://127.0.0.1:{port or self.port}/healthz"
+            return httpx.get(url, timeout=2, trust_env=False).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -243,8 +256,8 @@ class WebStack:
 
     # --- API -----------------------------------------------------------------------------------------
 
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+    def url(self, path: str, port: int | None = None) -> str:
+        return f"http://127.0.0.1:{port or self.port}{path}"
 
     def create_run(self, name: str) -> tuple[int, str]:
         """A run whose trainer the test plays (launch: false): its id and ingest token."""

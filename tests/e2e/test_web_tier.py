@@ -1,12 +1,18 @@
-"""Many trainers at once: with the production database settings, clients that report one metric step per
-request, as fast as the server answers, get no 5xx and lose nothing, and the web tier holds no more
-PostgreSQL connections than its bound — on a server whose max_connections leaves no room for more.
+"""The web tier under many trainers, and across processes.
 
-The server here is the test's own PostgreSQL (30 connections, 27 for ordinary clients): two web
-processes with pools of 8 fit in it; a web tier holding one connection per request in flight, each
-kept until its thread is collected, does not.
+Many trainers at once: with the production database settings, clients that report one metric step per
+request, as fast as the server answers, get no 5xx and lose nothing, and the web tier holds no more
+PostgreSQL connections than its bound — on a server whose max_connections leaves no room for more. The
+server here is the test's own PostgreSQL (30 connections, 27 for ordinary clients): two web processes
+with pools of 8 fit in it; a web tier holding one connection per request in flight, each kept until
+its thread is collected, does not.
+
+Across processes: a browser watching a run through one web process sees what the run's trainer posted
+to another, as with several web nodes behind a load balancer (the Redis channel layer carries it).
 """
 
+import asyncio
+import json
 import threading
 import time
 from collections import Counter
@@ -14,6 +20,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import websockets
 
 from tests.e2e.own_services import WebStack, metrics_batch
 
@@ -97,3 +104,30 @@ def test_many_one_step_trainers_get_no_5xx_lose_nothing_and_stay_within_the_conn
     assert sorted(stored) == sorted((run_id, STEPS, STEPS, 0, STEPS - 1) for run_id in run_ids)
     assert connections.peak["tirlab-web"] <= WEB_PROCESSES * POOL_SIZE, connections.peak
     assert connections.peak["(all)"] <= 27, connections.peak
+
+
+def test_a_viewer_on_one_web_process_sees_what_a_trainer_posted_to_another(stack: WebStack) -> None:
+    other = stack.another_web("web-b")
+    run_id, token = stack.create_run("two web nodes")
+    cookie = stack.session_cookie()
+
+    async def watch_while_posting() -> list[int]:
+        headers = {"Cookie": cookie, "Origin": stack.url("")}
+        async with websockets.connect(
+            f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/", additional_headers=headers
+        ) as ws:
+            assert json.loads(await ws.recv())["event"] == "snapshot"
+            reply = await asyncio.to_thread(
+                httpx.post,
+                stack.url(f"/api/v1/runs/{run_id}/ingest", port=other),
+                content=metrics_batch(7),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                trust_env=False,
+            )
+            assert reply.status_code == 200, reply.text
+            async with asyncio.timeout(30):
+                while (event := json.loads(await ws.recv()))["event"] != "metrics":
+                    pass
+            return [row["step"] for row in event["data"]["steps"]]
+
+    assert asyncio.run(watch_while_posting()) == [7]
