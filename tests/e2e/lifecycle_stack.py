@@ -87,16 +87,30 @@ class Proc:
             return ""
 
 
+def send(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    """A request sent as tirlab's clients send it: again after `Retry-After` while it is answered 429 or 503
+    (a busy or restarting database, a rate limit), for up to a minute."""
+    deadline = time.monotonic() + 60
+    while True:
+        reply = client.request(method, url, **kwargs)
+        if reply.status_code not in (429, 503) or time.monotonic() > deadline:
+            return reply
+        time.sleep(float(reply.headers.get("Retry-After", "1")))
+
+
 def session_cookie(base_url: str, username: str, password: str) -> str:
     """The Cookie header of a browser session logged in through the login form (for websockets)."""
     with httpx.Client(base_url=base_url, trust_env=False, timeout=30) as client:
-        page = client.get("/accounts/login/")
+        page = send(client, "GET", "/accounts/login/")
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
-        client.post(
+        login = send(
+            client,
+            "POST",
             "/accounts/login/",
             data={"username": username, "password": password, "csrfmiddlewaretoken": csrf},
             headers={"Referer": f"{base_url}/accounts/login/"},
         )
+        assert login.status_code == 302, login.text
         return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
 
 

