@@ -224,6 +224,25 @@ def test_a_cancelled_runs_final_flush_is_kept_for_a_grace_period_then_refused(ru
     assert ingest(run.pk, token, batch()).status_code == 409
 
 
+def test_a_final_report_sent_again_after_its_answer_was_lost_is_taken_once(run_and_token, settings):
+    """The trainer timed out waiting for the answer to its final batch, which had been written: the retry
+    gets 200 and changes nothing, rather than 409 (which would make the trainer think it was lost)."""
+    run, token = run_and_token
+    final = batch(status={"status": "succeeded", "checkpoint": "/ckpt/step-2"})
+    assert ingest(run.pk, token, final).status_code == 200
+    run.refresh_from_db()
+    finished_at = run.finished_at
+    again = ingest(run.pk, token, final)
+    assert again.status_code == 200 and again.json()["stop"] is False
+    run.refresh_from_db()
+    assert (run.status, run.finished_at, counts(run)) == ("succeeded", finished_at, (2, 8, 2))
+    assert ingest(run.pk, token, batch(status={"status": "failed"})).status_code == 409  # not a replay
+    assert ingest(run.pk, token, batch(steps=(3,))).status_code == 409  # nor is more data without it
+    settings.INGEST_CANCEL_GRACE_S = 0
+    Run.objects.filter(pk=run.pk).update(finished_at=finished_at - timedelta(seconds=5))
+    assert ingest(run.pk, token, final).status_code == 409
+
+
 def test_a_running_runs_batches_do_not_ask_it_to_stop(run_and_token):
     run, token = run_and_token
     response = ingest(run.pk, token, batch())

@@ -188,13 +188,14 @@ def _write_logs(run: Run, batch: IngestBatch, now: datetime) -> list[dict[str, A
     return [log_line_payload(line) for line in new]
 
 
-def _in_cancel_grace(run: Run, now: datetime) -> bool:
-    """A cancelled trainer's last words: its final metrics and checkpoint, sent after the stop request."""
-    return (
-        run.status == RunStatus.CANCELLED
-        and run.finished_at is not None
-        and (now - run.finished_at).total_seconds() <= settings.INGEST_CANCEL_GRACE_S
-    )
+def _takes_final_flush(run: Run, batch: IngestBatch, now: datetime) -> bool:
+    """Whether a finished run still takes this batch (for INGEST_CANCEL_GRACE_S after it finished): a
+    cancelled trainer's last words (final metrics and checkpoint, sent after the stop request), or a
+    trainer's final report sent again because its answer never came back (a timeout, a restarted web
+    server) although it was written — same status, same rows, so taking it again changes nothing."""
+    if run.finished_at is None or (now - run.finished_at).total_seconds() > settings.INGEST_CANCEL_GRACE_S:
+        return False
+    return run.status == RunStatus.CANCELLED or (batch.status is not None and batch.status.status == run.status)
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,8 @@ class Ingested:
 def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
     """Validate and write one batch for a run; raises IngestForbidden / IngestRejected, writing nothing.
 
-    A run cancelled less than INGEST_CANCEL_GRACE_S ago still takes data (no status change), so that
-    the trainer's final flush is kept; `stop` tells it to stop.
+    A run that finished less than INGEST_CANCEL_GRACE_S ago still takes its trainer's final flush (no
+    status change; see _takes_final_flush); `stop` tells a cancelled run's trainer to stop.
     """
     batch = parse_batch(payload)
     now = timezone.now()
@@ -217,10 +218,10 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         if run is None or not run_token_matches(run, token):
             raise IngestForbidden("this token is not valid for this run")
-        grace = _in_cancel_grace(run, now)
-        if run.is_finished and not grace:
+        final_flush = run.is_finished and _takes_final_flush(run, batch, now)
+        if run.is_finished and not final_flush:
             raise IngestForbidden(f"run {run.pk} is {run.status}; it accepts no more reports", status_code=409)
-        plan = [] if grace else _status_plan(run, batch)
+        plan = [] if final_flush else _status_plan(run, batch)
 
         fields = ["heartbeat_at"]
         run.heartbeat_at = now
