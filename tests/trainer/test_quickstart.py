@@ -66,21 +66,23 @@ def test_three_quickstart_steps_write_complete_consistent_files(tiny_model_cache
     assert json.loads((out / "status.json").read_text().splitlines()[-1])["status"] == "succeeded"
 
 
-def test_the_same_seed_gives_the_same_curve_with_one_thread_or_two(tiny_model_cache, tmp_path):
-    """What the README promises about reproducing its tables: every metric but the timings (and the
-    throughputs computed from them) is equal, step by step, whether torch computes on one thread or
-    two (on another machine's CPU, float reductions may round differently, which no test here can
-    check)."""
+def test_the_same_seed_gives_the_same_curve_run_after_run(tiny_model_cache, tmp_path):
+    """What the README promises about reproducing its tables: on one machine, with the same number of
+    threads, the same seed gives every metric but the timings (and the throughputs computed from
+    them) equal, step by step. Both runs use two threads, so torch's parallel reductions are in play.
+    A different thread count is not promised: on this CPU (AVX-512) one thread and two round the
+    step-0 grad_norm differently in the 8th digit (0.16296353936 vs 0.16296355426), and a CI run
+    that compared them failed."""
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(small_quickstart()))
     curves = []
-    for threads in (1, 2):
-        out = tmp_path / f"threads-{threads}"
+    for attempt in (1, 2):
+        out = tmp_path / f"run-{attempt}"
         done = subprocess.run(
             [sys.executable, "-m", "trainer", "run", "--config", str(config_file), "--out", str(out),
              "--model-cache", str(tiny_model_cache)],
             cwd=REPO, capture_output=True, text=True, timeout=1200,
-            env={**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)},
+            env={**os.environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         curves.append(
