@@ -9,6 +9,11 @@ trajectory's tool call runs on the event loop while the rest of the batch keeps 
 the call comes back, its next request joins the running call at the next decode step (continuous
 batching, see `_Batcher`).
 
+What is appended after a call is the protocol's wrapper around the text of the run's feedback
+style (`tools.feedback`, trainer.protocols.feedback). Every stop at the tool marker uses up a call
+of the budget; under the papers' styles a stop without a complete call runs nothing and appends
+nothing (the marker is dropped, as ToRL's loop does), under tirlab's it gets an error output.
+
 Length accounting (ToRL's): `max_response_tokens` bounds everything after the prompt, generated
 and tool-output tokens alike, because all of it occupies the context. A response that reaches
 the limit — in the middle of a generation or of an appended tool output, which is then cut — is
@@ -35,7 +40,7 @@ from typing import Protocol as TypingProtocol
 import sandbox
 from trainer.config import RunConfig
 from trainer.engines.base import Engine, GenerationOutput, GenerationRequest
-from trainer.protocols import Protocol, get_protocol
+from trainer.protocols import Feedback, FeedbackStyle, Protocol, get_protocol
 from trainer.trajectory import Completion, ToolExecution
 
 NO_CODE_OUTPUT = "SyntaxError: no complete code block"
@@ -55,6 +60,7 @@ class RolloutSettings:
 
     protocol: str = "python_markdown"
     max_tool_calls: int = 1
+    feedback: FeedbackStyle = "torl"
     output_max_chars: int = 256
     sandbox_timeout_s: float = 10.0
     sandbox_memory_mb: int = 1024
@@ -70,6 +76,7 @@ class RolloutSettings:
         return cls(
             protocol=config.tools.protocol,
             max_tool_calls=config.tools.max_tool_calls,
+            feedback=config.tools.feedback,
             output_max_chars=config.tools.output_max_chars,
             sandbox_timeout_s=config.tools.sandbox_timeout_s,
             sandbox_memory_mb=config.tools.sandbox_memory_mb,
@@ -262,12 +269,28 @@ class _State:
 async def _execute(code: str | None, settings: RolloutSettings, run_code: CodeRunner | None = None) -> ToolExecution:
     if code is None:
         # The model wrote the marker without a complete block: a failed call, counted against the budget.
-        return ToolExecution(call="", status="error", output=NO_CODE_OUTPUT)
+        return ToolExecution(call="", status="error", output=NO_CODE_OUTPUT, stderr=NO_CODE_OUTPUT)
+    # What runs is the code as the protocol's paper sends it to its sandbox.
+    code = get_protocol(settings.protocol).prepare_code(code)
     # Looked up per call, so the default follows sandbox.arun wherever it points.
     run = run_code if run_code is not None else sandbox.arun
     result = await run(code, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
     return ToolExecution(
-        call=code, status=result.status, output=result.stdout + result.stderr, duration_ms=result.duration_ms
+        call=code,
+        status=result.status,
+        output=result.stdout + result.stderr,
+        duration_ms=result.duration_ms,
+        stderr=result.stderr,
+    )
+
+
+def _feedback(engine: Engine, settings: RolloutSettings) -> Feedback:
+    """The run's feedback style; ZeroTIR's counts tokens with the policy's tokenizer, as its loop does."""
+    tokenizer = engine.tokenizer
+    return Feedback(
+        settings.feedback,
+        settings.output_max_chars,
+        count_tokens=lambda text: len(tokenizer.encode(text, add_special_tokens=False)),
     )
 
 
@@ -276,17 +299,21 @@ def _append_tool_output(
     protocol: Protocol,
     state: _State,
     turn: tuple[str, str, list[int]],
-    execution: ToolExecution,
+    execution: ToolExecution | None,
     settings: RolloutSettings,
 ) -> bool:
     """Append the wrapped result after this turn's generation; False when the response limit cut it.
 
     `turn` is the text before this turn, the text up to the end of the stop marker (a token may run
     past it) and the turn's generated ids. Generated tokens beyond what the protocol kept of the
-    text are dropped (see the module docstring).
+    text are dropped (see the module docstring). With no execution (a stop without a complete call,
+    under a feedback style that reports nothing) the marker is dropped and nothing is added.
     """
     before, stopped, turn_ids = turn
-    new_text = protocol.append_output(stopped, execution, max_chars=settings.output_max_chars)
+    if execution is None:
+        new_text = protocol.drop_marker(stopped)
+    else:
+        new_text = protocol.append_output(stopped, execution, feedback=_feedback(engine, settings))
     if not new_text.startswith(before):
         raise RuntimeError(f"protocol {protocol.name!r} rewrote text before the current turn")
     tokenizer = engine.tokenizer
@@ -321,13 +348,16 @@ async def _trajectory(
     run_code: CodeRunner | None = None,
 ) -> Trajectory:
     protocol = get_protocol(settings.protocol)
+    feedback = Feedback(settings.feedback)
     state = _State()
     executions: list[ToolExecution] = []
+    # Stops at the tool marker: each uses up a call of the budget, whether it ran code or not.
+    calls_made = 0
     spans: list[Span] = []
     truncated = False
     try:
         for turn in itertools.count():
-            stops = protocol.stop_strings(len(executions), settings.max_tool_calls)
+            stops = protocol.stop_strings(calls_made, settings.max_tool_calls)
             request = GenerationRequest(
                 token_ids=prompt_ids + state.response_ids,
                 max_new_tokens=settings.max_response_tokens - len(state.response_ids),
@@ -350,14 +380,18 @@ async def _trajectory(
                 break
             marker = output.stop_string
             stopped = before + output.text[: output.text.find(marker) + len(marker)]
-            start = clock.now()
-            clock.tool_started()
-            try:
-                execution = await _execute(protocol.extract_call(stopped), settings, run_code)
-            finally:
-                clock.tool_ended()
-            spans.append(Span("tool", start, clock.now()))
-            executions.append(execution)
+            calls_made += 1
+            code = feedback.code_to_run(protocol.extract_call(stopped))
+            execution: ToolExecution | None = None
+            if code is not None or feedback.reports_missing_call:
+                start = clock.now()
+                clock.tool_started()
+                try:
+                    execution = await _execute(code, settings, run_code)
+                finally:
+                    clock.tool_ended()
+                spans.append(Span("tool", start, clock.now()))
+                executions.append(execution)
             turn_data = (before, stopped, list(output.new_token_ids))
             if not _append_tool_output(engine, protocol, state, turn_data, execution, settings):
                 truncated = True

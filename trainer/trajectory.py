@@ -18,16 +18,27 @@ class Example:
 
 @dataclass(frozen=True)
 class ToolExecution:
-    """One executed tool call, as the sandbox reported it."""
+    """One executed tool call, as the sandbox reported it.
+
+    `output` is everything the program printed, its stdout then its stderr; `stderr` is that last
+    part again, so the papers' feedback, which treats the two apart, can be computed (an execution
+    known only by its merged output has stderr "", all of it stdout)."""
 
     call: str
     status: str  # ok, error, timeout, memory_exceeded, output_limit, killed (sandbox.Result.status)
     output: str = ""
     duration_ms: float = 0.0
+    stderr: str = ""
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def stdout(self) -> str:
+        if self.stderr and self.output.endswith(self.stderr):
+            return self.output[: -len(self.stderr)]
+        return self.output
 
 
 @dataclass(frozen=True)

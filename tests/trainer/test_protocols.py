@@ -1,6 +1,6 @@
 import pytest
 
-from trainer.protocols import EMPTY_OUTPUT, PROTOCOL_NAMES, Segment, get_protocol, truncate_output
+from trainer.protocols import EMPTY_OUTPUT, PROTOCOL_NAMES, Feedback, Segment, get_protocol, truncate_output
 from trainer.protocols.tool_call_json import parse_calls_lines, parse_calls_list
 from trainer.trajectory import ToolExecution
 
@@ -106,7 +106,7 @@ def test_empty_marker_is_not_taken_for_an_error() -> None:
 
 
 def test_wrap_output_truncates_with_max_chars() -> None:
-    assert PM.wrap_output(ok("x" * 20), max_chars=10) == "```output\nxxxxx...xxxxx\n```\n"
+    assert PM.wrap_output(ok("x" * 20), feedback=Feedback("tirlab", 10)) == "```output\nxxxxx...xxxxx\n```\n"
 
 
 def test_retool_wraps_in_interpreter() -> None:
@@ -319,3 +319,22 @@ def test_parse_calls_picks_the_layout() -> None:
 def test_tool_call_json_counts_calls() -> None:
     assert TCJ.count_tool_calls('<tool_call>[{"name": "a"}, {"name": "b"}]</tool_call>') == 2
     assert TCJ.count_tool_calls("<think>none</think>") == 0
+
+
+# --- feedback styles -----------------------------------------------------------------------------
+
+
+def test_an_unknown_feedback_style_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="torl, zerotir, retool, tirlab"):
+        Feedback("nope")  # type: ignore[arg-type]
+
+
+def test_zerotir_feedback_needs_a_token_counter() -> None:
+    with pytest.raises(ValueError, match="count_tokens"):
+        PM.wrap_output(ok("1"), feedback=Feedback("zerotir"))
+
+
+def test_protocols_default_to_tirlab_feedback_the_cold_start_was_trained_on() -> None:
+    # trainer.sft writes the tiny model's cold-start traces with the default.
+    assert PM.append_output(CODE, ok("")) == PM.append_output(CODE, ok(""), feedback=Feedback("tirlab"))
+    assert EMPTY_OUTPUT in PM.append_output(CODE, ok(""))

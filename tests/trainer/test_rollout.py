@@ -75,9 +75,7 @@ class ScriptedEngine:
                     reason = "length"
                 else:
                     continue
-                outputs[i] = GenerationOutput(
-                    emitted[i], text, [SCRIPTED_LOGPROB] * len(emitted[i]), reason, stop
-                )
+                outputs[i] = GenerationOutput(emitted[i], text, [SCRIPTED_LOGPROB] * len(emitted[i]), reason, stop)
                 if on_finish is not None:
                     on_finish(i, outputs[i])
         return [outputs[i] for i in range(len(requests))]
@@ -161,10 +159,10 @@ def test_budget_stops_tool_execution(tokenizer):
     assert len(engine.released) == 1  # the trajectory released its engine state
 
 
-def test_missing_code_and_timeout_are_failed_calls(tokenizer):
+def test_with_tirlab_feedback_missing_code_and_timeout_are_failed_calls(tokenizer):
     sleepy = "```python\nimport time\ntime.sleep(5)\n```\n```output"
     scripts = {"A\n": ["no code here ```output", "x"], "B\n": [sleepy, "y"]}
-    _, result = _run(tokenizer, scripts, sandbox_timeout_s=0.5, max_tool_calls=2)
+    _, result = _run(tokenizer, scripts, sandbox_timeout_s=0.5, max_tool_calls=2, feedback="tirlab")
     no_code, timed_out = (t.completion for t in result.trajectories)
     assert [(e.call, e.status) for e in no_code.executions] == [("", "error")]
     assert "SyntaxError" in no_code.text
@@ -277,6 +275,9 @@ def test_settings_from_run_config():
     )
     settings = RolloutSettings.from_config(config)
     assert (settings.max_tool_calls, settings.train_on_tool_output, settings.max_response_tokens) == (3, True, 99)
+    assert settings.feedback == "torl"
+    tirlab = RunConfig.model_validate({"tools": {"feedback": "tirlab"}})
+    assert RolloutSettings.from_config(tirlab).feedback == "tirlab"
 
 
 def test_rollout_on_the_hf_engine_keeps_tokens_and_logprobs_aligned():

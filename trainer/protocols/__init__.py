@@ -2,14 +2,14 @@
 and which parts of a finished response are the model's."""
 
 from trainer.protocols.artist import Artist
-from trainer.protocols.base import (
+from trainer.protocols.base import Protocol, Segment, TextPart, output_failed
+from trainer.protocols.feedback import (
     DEFAULT_MAX_OUTPUT_CHARS,
     EMPTY_OUTPUT,
-    Protocol,
-    Segment,
-    TextPart,
-    observation,
-    output_failed,
+    FEEDBACK_STYLES,
+    TIRLAB_FEEDBACK,
+    Feedback,
+    FeedbackStyle,
     truncate_output,
 )
 from trainer.protocols.python_markdown import PythonMarkdown
@@ -32,12 +32,15 @@ def get_protocol(name: str) -> Protocol:
 __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",
     "EMPTY_OUTPUT",
+    "FEEDBACK_STYLES",
     "PROTOCOL_NAMES",
+    "TIRLAB_FEEDBACK",
+    "Feedback",
+    "FeedbackStyle",
     "Protocol",
     "Segment",
     "TextPart",
     "get_protocol",
-    "observation",
     "output_failed",
     "truncate_output",
 ]

@@ -8,7 +8,8 @@ import re
 from typing import ClassVar
 
 from trainer.answers import last_boxed
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation, tagged_call_re
+from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -39,8 +40,8 @@ class Artist(Protocol):
         code = re.sub(r"^```(?:python)?\s*\n|\n?```\s*$", "", code).strip()
         return code + "\n" if code else None
 
-    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-        return f"<output>\n{observation(result, max_chars=max_chars)}\n</output>\n"
+    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
+        return f"<output>\n{feedback.text(result)}\n</output>\n"
 
     def final_answer(self, response: str, *, tool_outputs: int | None = None) -> str | None:
         """The last <answer> of the model's text: its \\boxed{} content if it has one, else the

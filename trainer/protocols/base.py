@@ -1,6 +1,6 @@
-"""What every tool protocol shares: stop strings under a call budget, output wrapping with ToRL's
-truncation, and splitting a finished response into model text (trained on) and tool output
-(masked from the loss).
+"""What every tool protocol shares: stop strings under a call budget, output wrapping (the text
+inside comes from trainer.protocols.feedback), and splitting a finished response into model text
+(trained on) and tool output (masked from the loss).
 
 A protocol object is stateless; the rollout loop keeps the text and the count of calls made.
 The convention for a generation that stopped at the tool marker: backends differ on whether the
@@ -16,28 +16,11 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from trainer.answers import last_boxed
+from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
 SegmentKind = Literal["model", "tool"]
 PartKind = Literal["prose", "call"]
-
-# ToRL (GAIR-NLP/ToRL, verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py, postproc_observation)
-# keeps outputs under 256 characters and otherwise the first and last 128 joined by "...".
-DEFAULT_MAX_OUTPUT_CHARS = 256
-
-# ToRL shows an empty output as a TimeoutError message, which misleads the model when the code
-# simply printed nothing; this marker says what happened and how to see a value.
-EMPTY_OUTPUT = "[no output: the code ran but printed nothing; print() the values you need]"
-
-# Shown when a failed execution left no traceback line to return. Each names an exception so
-# the "Error" test that ToRL uses to recognise failures also recognises these.
-STATUS_MESSAGES: dict[str, str] = {
-    "timeout": "TimeoutError: the code ran past the time limit",
-    "memory_exceeded": "MemoryError: the code ran past the memory limit",
-    "output_limit": "OutputLimitError: the code printed more than the output limit",
-    "killed": "KilledError: the code was stopped by the sandbox",
-    "error": "RuntimeError: the code failed without a message",
-}
 
 
 @dataclass(frozen=True)
@@ -62,43 +45,6 @@ def tagged_call_re(tag: str) -> re.Pattern[str]:
     ``` fence around it (models often fence code inside the tag). An unclosed call (a truncated
     response) runs to the end. The lookahead is of bounded length: a long text is scanned in linear time."""
     return re.compile(rf"<{tag}>\n?(?:```[^\n]*\n)?(?P<call>.*?\n?)(?=(?:```)?\n?</{tag}>|\Z)", re.DOTALL)
-
-
-def truncate_output(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-    """ToRL truncation: an output of max_chars or more keeps its first and last max_chars/2
-    characters joined by "..."; max_chars <= 0 keeps everything."""
-    if max_chars <= 0 or len(text) < max_chars:
-        return text
-    half = max_chars // 2
-    return text[:half] + "..." + text[-half:]
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
-
-
-def observation(result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-    """The text the model sees for one execution, before the protocol's wrapper.
-
-    A failed execution shows only the last line of its traceback (ToRL); an empty output shows
-    EMPTY_OUTPUT; the result is then truncated ToRL's way. A plain string is treated as ToRL
-    treats the sandbox's text: it is a failure when it contains "Error".
-    """
-    if isinstance(result, ToolExecution):
-        text = result.output or ""
-        if not result.ok:
-            line = _last_line(text)
-            text = line if "Error" in line or "Exception" in line else STATUS_MESSAGES.get(result.status, "")
-            text = text or STATUS_MESSAGES["error"]
-    else:
-        text = result
-        if "Error" in text:
-            text = _last_line(text)
-    text = text.strip()
-    if not text:
-        text = EMPTY_OUTPUT
-    return truncate_output(text, max_chars)
 
 
 def output_failed(text: str) -> bool:
@@ -133,19 +79,30 @@ class Protocol(ABC):
     def extract_call(self, text: str) -> str | None:
         """The call to execute from text that just stopped at the tool marker, or None."""
 
-    @abstractmethod
-    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-        """The text appended after the stop marker for one execution."""
+    def prepare_code(self, code: str) -> str:
+        """The code sent to the sandbox for a call's code (the call as written, unless the
+        protocol's paper rewrites it before running it)."""
+        return code
 
-    def append_output(
-        self, text: str, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS
-    ) -> str:
+    @abstractmethod
+    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
+        """The text appended after the stop marker for one execution, its result in `feedback`'s style."""
+
+    def append_output(self, text: str, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         """`text` (stopped at the marker, with or without it) followed by the wrapped result."""
         if self.stop_marker is None:
             raise ValueError(f"protocol {self.name!r} does not execute calls")
         if not text.endswith(self.stop_marker):
             text += self.stop_marker
-        return text + self.wrap_output(result, max_chars=max_chars)
+        return text + self.wrap_output(result, feedback=feedback)
+
+    def drop_marker(self, text: str) -> str:
+        """`text` (stopped at the marker, with or without it) as ToRL continues it after a stop
+        without a complete call: the marker dropped, a newline added when the text does not end
+        with one, nothing else (GAIR-NLP/ToRL verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:333-347
+        @cb78cf1: vLLM leaves the stop string out of the text)."""
+        text = self._strip_marker(text)
+        return text if text.endswith("\n") else text + "\n"
 
     def tool_spans(self, response: str, *, tool_outputs: int | None = None) -> list[tuple[int, int]]:
         """(start, end) of each inserted tool output, in order. `tool_outputs` caps how many

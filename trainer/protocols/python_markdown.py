@@ -8,17 +8,21 @@ does (GAIR-NLP/ToRL, verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py).
 import re
 from typing import ClassVar
 
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation
+from trainer.protocols.base import Protocol
+from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
 OUTPUT_MARKER = "```output"
 
 
 def extract_program(text: str) -> str | None:
-    """ToRL's extract_program(last_only=True): the last ```python block, line by line.
+    """ToRL's extract_program(last_only=True): the last ```python block, line by line
+    (GAIR-NLP/ToRL verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:79-99 @cb78cf1).
 
     A block opens on a line starting or ending with ```python and closes on the next line
     starting with ```; if the last block never closed the code is incomplete and nothing runs.
+    An empty block is no call (ToRL's `program != ''`, :105); a block of blank lines is code, which
+    ToRL runs (whether to run it is the feedback style's choice, `Feedback.code_to_run`).
     """
     program = ""
     open_block = False
@@ -30,7 +34,7 @@ def extract_program(text: str) -> str | None:
             open_block = False
         elif open_block:
             program += line + "\n"
-    if open_block or not program.strip():
+    if open_block or not program:
         return None
     return program
 
@@ -52,14 +56,9 @@ class PythonMarkdown(Protocol):
         # before an earlier output has already run and must not run again.
         return extract_program(self._strip_marker(self._after_last_output(text)))
 
-    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-        return f"{OUTPUT_MARKER}\n{observation(result, max_chars=max_chars)}\n```\n"
+    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
+        return f"{OUTPUT_MARKER}\n{feedback.text(result)}\n```\n"
 
-    def append_output(
-        self, text: str, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS
-    ) -> str:
+    def append_output(self, text: str, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         # The wrapper starts with the marker itself; ToRL also puts the marker on its own line.
-        text = self._strip_marker(text)
-        if not text.endswith("\n"):
-            text += "\n"
-        return text + self.wrap_output(result, max_chars=max_chars)
+        return self.drop_marker(text) + self.wrap_output(result, feedback=feedback)

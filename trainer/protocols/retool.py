@@ -1,13 +1,15 @@
 """retool (ReTool, verl recipe/retool): <code>```python ...```</code>, results in <interpreter>.
 
 Generation stops at </code>; the result is appended as "<interpreter>\\n{result}\\n</interpreter>\\n"
-and the final answer is <answer>\\boxed{...}</answer>.
+and the final answer is <answer>\\boxed{...}</answer>. Before running a call, the recipe prints
+its last line (`prepare_code`).
 """
 
 import re
 from typing import ClassVar
 
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, observation, tagged_call_re
+from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
 _FENCED = re.compile(r"```python(.*?)```", re.DOTALL)
@@ -38,5 +40,19 @@ class ReTool(Protocol):
             return None  # an unclosed fence: the code is incomplete
         return code + "\n" if code else None
 
-    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
-        return f"<interpreter>\n{observation(result, max_chars=max_chars)}\n</interpreter>\n"
+    def prepare_code(self, code: str) -> str:
+        """The recipe's rewrite before running (verl-recipe 48ea0a7 retool/retool.py:42-50): the last
+        line that is not the empty string is wrapped in print(...) unless it starts with "print".
+        Nothing more decides it: an assignment, an indented line or a comment is wrapped too (and
+        then fails to run), a whitespace-only line counts as a line, and `printx = 1` is kept."""
+        lines = code.split("\n")
+        for i in reversed(range(len(lines))):
+            if lines[i] == "":
+                continue
+            if not lines[i].startswith("print"):
+                lines[i] = f"print({lines[i]})"
+            break
+        return "\n".join(lines)
+
+    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
+        return f"<interpreter>\n{feedback.text(result)}\n</interpreter>\n"

@@ -12,7 +12,8 @@ import json
 import re
 from typing import Any, ClassVar, Literal
 
-from trainer.protocols.base import DEFAULT_MAX_OUTPUT_CHARS, Protocol, tagged_call_re
+from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
 CallStyle = Literal["lines", "list"]
@@ -70,7 +71,7 @@ class ToolCallJson(Protocol):
         blocks = _TOOL_CALL.findall(text)
         return blocks[-1].strip() if blocks else None
 
-    def wrap_output(self, result: ToolExecution | str, *, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         raise ValueError("tool_call_json calls are scored, not executed: there is no output to wrap")
 
     def count_tool_calls(self, response: str) -> int:
