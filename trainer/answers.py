@@ -84,6 +84,32 @@ def last_boxed(text: str) -> str | None:
     return answers[0] if answers else None
 
 
+def last_complete_boxed(text: str) -> str | None:
+    """The content of the last complete top-level \\boxed{} (or \\fbox{}) in `text`, or None.
+
+    Boxes are read left to right without overlap, and a box that never closes is skipped, so a
+    response cut off inside its last box answers with the box before it and `\\boxed{\\boxed{1}+2}`
+    answers `\\boxed{1}+2`. This is ToRL's reading: `boxed_pattern.findall(response)[-1]`
+    (GAIR-NLP/ToRL verl/utils/reward_score/math_verifier.py:38,63-65 @cb78cf1).
+    """
+    found: str | None = None
+    pos = 0
+    while (match := _BOX_RE.search(text, pos)) is not None:
+        brace = match.end()
+        while brace < len(text) and text[brace] == " ":
+            brace += 1
+        if brace < len(text) and text[brace] == "{":
+            group = _braced(text, brace)
+            if group is not None:
+                found, pos = group[0].strip(), group[1]
+                continue
+        elif rest := re.match(r" +([^$\n]+)", text[match.end() :]):
+            found, pos = rest.group(1).strip(), match.end() + rest.end()
+            continue
+        pos = match.end()
+    return found
+
+
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -119,6 +145,20 @@ def _normalise(answer: str) -> str:
     return re.sub(r"\s+", "", answer).rstrip(".")
 
 
+# Text and font commands that only dress an answer: \textbf{1.25} is the answer 1.25.
+_WRAPPER_RE = re.compile(r"\\(?:text|textbf|textrm|textit|mathbf|mathrm|mathit|boldsymbol|bm|mbox)\s*(?=\{)")
+
+
+def unwrap(answer: str) -> str:
+    """The answer without text or font commands that wrap the whole of it (nested ones too)."""
+    while (match := _WRAPPER_RE.match(answer)) is not None:
+        group = _braced(answer, match.end())
+        if group is None or answer[group[1] :].strip():
+            break
+        answer = group[0].strip()
+    return answer
+
+
 def answers_equivalent(pred: str | None, gt: str | None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
     """Whether the predicted answer (a \\boxed content, LaTeX or plain) equals the ground truth.
 
@@ -130,6 +170,16 @@ def answers_equivalent(pred: str | None, gt: str | None, *, timeout_s: float = D
     pred, gt = str(pred).strip(), str(gt).strip()
     if not pred or not gt:
         return False
+    if _equivalent(pred, gt, timeout_s):
+        return True
+    # math-verify reads \\textbf{1.25} as no number at all; compare what the wrappers hold.
+    bare_pred, bare_gt = unwrap(pred), unwrap(gt)
+    if (bare_pred, bare_gt) == (pred, gt) or not bare_pred or not bare_gt:
+        return False
+    return _equivalent(bare_pred, bare_gt, timeout_s)
+
+
+def _equivalent(pred: str, gt: str, timeout_s: float) -> bool:
     if _normalise(pred) == _normalise(gt):
         return True
     try:

@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from trainer.answers import answers_equivalent, boxed_answers, last_boxed
+from trainer.answers import answers_equivalent, boxed_answers, last_boxed, last_complete_boxed, unwrap
 
 
 def test_last_boxed_keeps_nested_braces() -> None:
@@ -103,3 +103,25 @@ def test_equivalence_works_off_the_main_thread() -> None:
     worker.start()
     worker.join()
     assert out == [True]
+
+
+def test_unwrap_removes_wrappers_around_the_whole_answer_only() -> None:
+    assert unwrap(r"\textbf{\text{1.25}}") == "1.25"
+    assert unwrap(r"\textbf{1}+\textbf{2}") == r"\textbf{1}+\textbf{2}"
+    assert unwrap(r"5\text{ cm}") == r"5\text{ cm}"
+
+
+def test_a_wrapped_answer_equals_its_content_either_side() -> None:
+    assert answers_equivalent(r"\mathbf{1.25}", "1.25")
+    assert answers_equivalent("1.25", r"\textbf{1.25}")
+    assert not answers_equivalent(r"\textbf{1.26}", "1.25")
+
+
+def test_last_complete_boxed_skips_a_box_that_never_closes() -> None:
+    assert last_complete_boxed(r"\boxed{1} and then \boxed{\frac{2}{") == "1"
+
+
+def test_last_complete_boxed_reads_boxes_without_overlap() -> None:
+    assert last_complete_boxed(r"\boxed{\boxed{1}+2}") == r"\boxed{1}+2"
+    assert last_complete_boxed(r"$\boxed 5$ then \fbox{6}") == "6"
+    assert last_complete_boxed("no box") is None

@@ -69,7 +69,14 @@ def test_structured_completion_carries_tool_statuses(tmp_path: Path) -> None:
     path = tmp_path / "trajectory.json"
     text = "```python\n1/0\n```\n```output\nZeroDivisionError: division by zero\n```\n\\boxed{3}"
     path.write_text(
-        json.dumps({"text": text, "executions": [{"call": "1/0", "status": "error", "output": "ZeroDivisionError"}]}),
+        json.dumps(
+            {
+                "text": text,
+                "executions": [
+                    {"call": "1/0", "status": "error", "output": "ZeroDivisionError", "stderr": "ZeroDivisionError"}
+                ],
+            }
+        ),
         encoding="utf-8",
     )
     args = ("rewards", "torl", "--completion", str(path), "--ground-truth", "3")

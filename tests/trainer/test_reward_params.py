@@ -46,11 +46,19 @@ def test_every_reward_has_a_description() -> None:
 def test_defaults_come_from_the_papers() -> None:
     defaults = reward_defaults()
 
-    assert defaults["torl"] == {"exec_error_penalty": 0.0}
+    assert defaults["torl"] == {"exec_error_penalty": 0.0, "answer_from": "response"}
     assert defaults["retool"] == {"turn_shaping": False}
     assert defaults["otc_ppo"] == {"alpha": 1.0, "c": 3.0, "wrong_reward": 0.0}
     assert defaults["otc_grpo"] == {"alpha": 1.0, "c": 3.0, "wrong_reward": 0.0, "global_min": False}
-    assert defaults["toolrl"] == {"schedule": "constant"}
+    assert defaults["toolrl"] == {
+        "schedule": "constant",
+        "with_length": False,
+        "schedule_length": False,
+        "correct_max1": False,
+        "coarse_reward": False,
+        "refined_reward": False,
+        "intermediate_reward": False,
+    }
     assert defaults["tool_n1"] == {}
     assert defaults["zerotir"] == {"format_penalty": 0.0}
     assert defaults["artist"] == {}
@@ -58,7 +66,7 @@ def test_defaults_come_from_the_papers() -> None:
 
 def test_weighted_default_is_a_single_torl_term() -> None:
     assert reward_defaults()["weighted"] == {
-        "terms": [{"name": "torl", "weight": 1.0, "params": {"exec_error_penalty": 0.0}}]
+        "terms": [{"name": "torl", "weight": 1.0, "params": {"exec_error_penalty": 0.0, "answer_from": "response"}}]
     }
 
 

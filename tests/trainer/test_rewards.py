@@ -57,8 +57,12 @@ def test_non_text_completion_is_a_type_error() -> None:
 
 
 def test_reward_state_round_trips_through_a_dict() -> None:
-    state = RewardState(min_tool_calls={"p1": 2, "p2": 0})
+    state = RewardState(min_tool_calls={"train": {"p1": 2, "p2": 0}, "val": {"p1": 1}})
     assert RewardState.from_dict(state.to_dict()) == state
+
+
+def test_reward_state_from_a_checkpoint_without_splits_is_the_training_minimum() -> None:
+    assert RewardState.from_dict({"min_tool_calls": {"p1": 2}}) == RewardState(min_tool_calls={"train": {"p1": 2}})
 
 
 def test_reward_state_from_nothing_is_empty() -> None:
@@ -90,7 +94,14 @@ def test_weighted_correct_is_the_first_terms() -> None:
 def test_weighted_passes_term_params() -> None:
     failed = Completion(
         text="```python\n1/0\n```\n```output\nZeroDivisionError: division by zero\n```\n\\boxed{42}",
-        executions=(ToolExecution(call="1/0", status="error", output="ZeroDivisionError: division by zero"),),
+        executions=(
+            ToolExecution(
+                call="1/0",
+                status="error",
+                output="ZeroDivisionError: division by zero",
+                stderr="ZeroDivisionError: division by zero",
+            ),
+        ),
     )
     params = {"terms": [{"name": "torl", "params": {"exec_error_penalty": 0.5}}]}
     assert score("weighted", failed, "42", params=params).total == 0.5
@@ -100,4 +111,4 @@ def test_weighted_shares_otc_grpo_state() -> None:
     state = RewardState()
     params = {"terms": [{"name": "otc_grpo", "params": {"global_min": True}}]}
     score_group("weighted", [RIGHT], "42", params=params, prompt_id="p", state=state)
-    assert state.min_tool_calls == {"p": 1}
+    assert state.min_tool_calls == {"train": {"p": 1}}

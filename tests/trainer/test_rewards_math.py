@@ -47,9 +47,14 @@ def test_torl_latex_answer_matches_decimal_truth() -> None:
     assert score("torl", r"\boxed{\dfrac{3}{4}}", "0.75").total == 1.0
 
 
-def test_torl_box_in_tool_output_is_not_the_answer() -> None:
+def test_torl_box_in_tool_output_counts_as_in_torl() -> None:
     text = f"{FENCE}python\nprint(x)\n{FENCE}\n{FENCE}output\n\\boxed{{42}}\n{FENCE}\nDone."
-    assert score("torl", text, "42").total == -1.0
+    assert score("torl", text, "42").total == 1.0
+
+
+def test_torl_model_text_ignores_a_box_in_tool_output() -> None:
+    text = f"{FENCE}python\nprint(x)\n{FENCE}\n{FENCE}output\n\\boxed{{42}}\n{FENCE}\nDone."
+    assert score("torl", text, "42", params={"answer_from": "model_text"}).total == -1.0
 
 
 def test_torl_penalises_a_failed_last_call() -> None:
@@ -67,8 +72,9 @@ def test_torl_no_penalty_when_the_last_call_succeeded() -> None:
     assert score("torl", text, "42", params={"exec_error_penalty": 0.5}).total == 1.0
 
 
-def test_torl_no_penalty_without_a_call() -> None:
-    assert score("torl", r"\boxed{41}", "42", params={"exec_error_penalty": 0.5}).total == -1.0
+def test_torl_penalises_a_response_without_a_call() -> None:
+    # ToRL's execution_pass starts at 0 and only a call that ran sets it to 1.
+    assert score("torl", r"\boxed{41}", "42", params={"exec_error_penalty": 0.5}).total == -1.5
 
 
 def test_torl_penalty_is_off_by_default() -> None:
@@ -164,17 +170,17 @@ def test_otc_grpo_global_min_remembers_the_fewest_calls_per_prompt() -> None:
     )[0]
     # n = 2 from the earlier step: f(3, 2) = 12/5 -> sin(2.4 pi / 4)
     assert result.total == pytest.approx(math.sin(2.4 * math.pi / 4))
-    assert state.min_tool_calls == {"p": 2}
+    assert state.min_tool_calls == {"train": {"p": 2}}
 
 
 def test_otc_grpo_global_min_keys_by_prompt() -> None:
-    state = RewardState(min_tool_calls={"other": 0})
+    state = RewardState(min_tool_calls={"train": {"other": 0}})
     score_group("otc_grpo", [pm("1")], "42", params={"global_min": True}, prompt_id="p", state=state)
-    assert state.min_tool_calls == {"other": 0, "p": 1}
+    assert state.min_tool_calls == {"train": {"other": 0, "p": 1}}
 
 
 def test_otc_grpo_without_global_min_ignores_the_state() -> None:
-    state = RewardState(min_tool_calls={"p": 0})
+    state = RewardState(min_tool_calls={"train": {"p": 0}})
     result = score_group("otc_grpo", [pm("1")], "42", prompt_id="p", state=state)[0]
     assert result.total == 1.0
 

@@ -186,9 +186,11 @@ def test_toolrl_constant_bounds() -> None:
     assert bounds("constant", 1000) == ((0.0, 1.0), (-3.0, 3.0))
 
 
-def test_toolrl_schedule_applies_at_the_given_step() -> None:
-    results = score_group("toolrl", ["garbage", answer(WEATHER)], gt_text(WEATHER), params={"schedule": "scheduled"})
-    assert [r.total for r in results] == pytest.approx([-2.0 - 2.0, 2.0 + 2.0])
+def test_toolrl_schedule_applies_at_the_given_step_plus_one() -> None:
+    # tirlab's step 149 is ToolRL's step 150, where the schedule reaches format [-1, 1], correctness [-3, 3].
+    group = ["garbage", answer(WEATHER)]
+    results = score_group("toolrl", group, gt_text(WEATHER), params={"schedule": "scheduled"}, step=149)
+    assert [r.total for r in results] == pytest.approx([-1.0 - 3.0, 1.0 + 3.0])
 
 
 # --- tool_n1 ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Rewards for tool-integrated reasoning: names, parameter validation, and scoring.
 
-    score_group("torl", [text_or_completion, ...], "42", params={...}, step=3)
+    score_group("torl", [text_or_completion, ...], "42", params={...}, step=3, split="train")
         -> [RewardResult(total, components, correct, details), ...]
 
 A completion is the full response text (read with the reward's own protocol) or a
@@ -12,7 +12,15 @@ from typing import Any
 
 # Importing the reward modules registers them.
 from trainer.rewards import artist, otc, retool, tool_n1, toolrl, torl, weighted, zerotir  # noqa: F401
-from trainer.rewards.base import RewardContext, RewardState, as_response, register_reward, registered
+from trainer.rewards.base import (
+    TRAIN_SPLIT,
+    VAL_SPLIT,
+    RewardContext,
+    RewardState,
+    as_response,
+    register_reward,
+    registered,
+)
 from trainer.rewards.params import (
     REWARD_DESCRIPTIONS,
     REWARD_NAMES,
@@ -42,12 +50,16 @@ def score_group(
     step: int = 0,
     prompt_id: str | None = None,
     state: RewardState | None = None,
+    split: str = TRAIN_SPLIT,
 ) -> list[RewardResult]:
     """Score the GRPO group of completions for one prompt with reward `name`.
 
-    `params` are validated (RewardParamsError on bad input) and completed with defaults; `step`
-    drives ToolRL's schedules; `prompt_id` and `state` key OTC-GRPO's global minimum.
+    `params` are validated (RewardParamsError on bad input) and completed with defaults; `step`,
+    the training step counted from 0, drives ToolRL's schedules; `prompt_id`, `state` and `split`
+    ("train" or "val") key OTC-GRPO's global minimum.
     """
+    if not isinstance(split, str) or not split:
+        raise ValueError(f"split must be a non-empty string such as {TRAIN_SPLIT!r} or {VAL_SPLIT!r}, not {split!r}")
     validated = validate_reward_params(name, params)
     reward = registered(name)
     responses = [as_response(c, reward.protocol) for c in completions]
@@ -58,6 +70,7 @@ def score_group(
         step=step,
         prompt_id=None if prompt_id is None else str(prompt_id),
         state=_DEFAULT_STATE if state is None else state,
+        split=split,
     )
     return reward.func(responses, ground_truth, ctx)
 
@@ -71,14 +84,19 @@ def score(
     step: int = 0,
     prompt_id: str | None = None,
     state: RewardState | None = None,
+    split: str = TRAIN_SPLIT,
 ) -> RewardResult:
     """Score one completion (a group of one: for OTC-GRPO it is then its own optimum)."""
-    return score_group(name, [completion], ground_truth, params=params, step=step, prompt_id=prompt_id, state=state)[0]
+    return score_group(
+        name, [completion], ground_truth, params=params, step=step, prompt_id=prompt_id, state=state, split=split
+    )[0]
 
 
 __all__ = [
     "REWARD_DESCRIPTIONS",
     "REWARD_NAMES",
+    "TRAIN_SPLIT",
+    "VAL_SPLIT",
     "RewardParamsError",
     "RewardState",
     "default_reward_state",

@@ -15,34 +15,53 @@ from trainer.protocols import Protocol, get_protocol, output_failed
 from trainer.rewards.params import REWARD_NAMES
 from trainer.trajectory import Completion, RewardResult, ToolExecution
 
+# Whose rollouts a reward scores: training groups or evaluation on the validation data.
+TRAIN_SPLIT, VAL_SPLIT = "train", "val"
+
 
 @dataclass
 class RewardState:
     """What a reward remembers across steps, serialisable for checkpoints.
 
     `min_tool_calls` is OTC-GRPO's global minimum: the fewest tool calls that ever solved each
-    prompt, keyed by prompt id.
+    prompt, keyed by split ("train", "val") and then prompt id. The split keeps validation rows
+    out of the training minimum: both are numbered by row, so row 3 of each would otherwise share
+    one entry.
     """
 
-    min_tool_calls: dict[str, int] = field(default_factory=dict)
+    min_tool_calls: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def fewest_calls(self, split: str) -> dict[str, int]:
+        """The remembered minimum per prompt id of one split (created empty on first use)."""
+        return self.min_tool_calls.setdefault(split, {})
 
     def to_dict(self) -> dict[str, Any]:
-        return {"min_tool_calls": dict(self.min_tool_calls)}
+        return {"min_tool_calls": {split: dict(m) for split, m in self.min_tool_calls.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "RewardState":
-        data = data or {}
-        return cls(min_tool_calls={str(k): int(v) for k, v in (data.get("min_tool_calls") or {}).items()})
+        stored = (data or {}).get("min_tool_calls") or {}
+        if any(not isinstance(v, dict) for v in stored.values()):
+            # Checkpoints written before the split existed hold the training minimum only.
+            stored = {TRAIN_SPLIT: stored}
+        return cls(
+            min_tool_calls={str(split): {str(k): int(v) for k, v in minima.items()} for split, minima in stored.items()}
+        )
 
 
 @dataclass(frozen=True)
 class RewardContext:
-    """Everything a reward needs besides the completions: validated params and where training is."""
+    """Everything a reward needs besides the completions: validated params and where training is.
+
+    `step` is the run's training step, counted from 0; `split` says whose rollouts these are
+    ("train", or "val" for evaluation), so that state learned in one never leaks into the other.
+    """
 
     params: dict[str, Any]
     step: int = 0
     prompt_id: str | None = None
     state: RewardState = field(default_factory=RewardState)
+    split: str = TRAIN_SPLIT
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 otc_ppo:  r = alpha * cos(m*pi / (2m + c)) * r_correct, m the completion's tool calls.
 otc_grpo: n = the fewest tool calls among the group's correct completions (with `global_min`,
-also among those remembered for the prompt from earlier steps);
+also among those remembered for the prompt from earlier steps of the same split);
           f(m, n) = 0 if m = n = 0;  m if n = 0;  2nm / (m + n) otherwise
           r_tool  = 1 if f = n = 0;  cos(m*pi / (2m + c)) if n = 0;  sin(f*pi / (2n)) otherwise
           r = alpha * r_tool * r_correct.
@@ -82,11 +82,13 @@ def otc_grpo(responses: list[Response], ground_truth: Any, ctx: RewardContext) -
     group_min = min((r.tool_calls for r, _, ok in scored if ok), default=None)
     n = group_min
     if ctx.params["global_min"] and ctx.prompt_id is not None:
-        remembered = ctx.state.min_tool_calls.get(ctx.prompt_id)
+        # Per split: validation rows are numbered like training rows but are other prompts.
+        memory = ctx.state.fewest_calls(ctx.split)
+        remembered = memory.get(ctx.prompt_id)
         candidates = [v for v in (group_min, remembered) if v is not None]
         n = min(candidates) if candidates else None
         if n is not None:
-            ctx.state.min_tool_calls[ctx.prompt_id] = n
+            memory[ctx.prompt_id] = n
     results = []
     for r, answer, ok in scored:
         # n is defined whenever some completion is correct; a wrong one ignores r_tool.

@@ -51,7 +51,15 @@ class TorlParams(_Params):
     """ToRL: +1 for a correct final answer, -1 otherwise."""
 
     exec_error_penalty: float = Field(
-        0.0, ge=0, description="Subtracted when the last executed tool call failed (ToRL's option is 0.5)."
+        0.0,
+        ge=0,
+        description="Subtracted unless the last tool call ran successfully; a response without a call "
+        "is penalised too, as in ToRL (its option is 0.5).",
+    )
+    answer_from: Literal["response", "model_text"] = Field(
+        "response",
+        description="Where the last \\boxed{} answer is read: the whole response with tool outputs, as ToRL "
+        "scores it, or the model's own text only, which a program printing \\boxed{} cannot fool.",
     )
 
 
@@ -80,12 +88,51 @@ class OtcGrpoParams(OtcPpoParams):
 
 
 class ToolRLParams(_Params):
-    """ToolRL: format reward plus fine-grained tool-call matching reward."""
+    """ToolRL: format reward plus fine-grained tool-call matching reward.
+
+    Step s of a tirlab run is ToolRL's step s + 1 (its trainer counts from 1). The switches are
+    rlla.py's environment variables, in snake case, off by default as in ToolRL's train_grpo.sh.
+    """
 
     schedule: Literal["constant", "scheduled", "max1_step30_max3"] = Field(
         "constant",
-        description="Reward scale over training: constant, smooth dynamic, or correctness max 1 until step 30 then 3.",
+        description="Reward scale over training: constant, smooth dynamic (SCHEDULEREWARD), or correctness "
+        "max 1 until ToolRL step 30 then 3 (MAX1STEP30MAX3).",
     )
+    with_length: bool = Field(
+        False, description="Add ToolRL's length reward in [0, 1]: words of the <think> block over 512 (WITHLENGTH)."
+    )
+    schedule_length: bool = Field(
+        False,
+        description="Length reward target grows from 384 words by 256 every 105 steps instead of 512 "
+        "(SCHEDULELENGTH; needs with_length).",
+    )
+    correct_max1: bool = Field(False, description="Correctness reward in [-1, 1] instead of [-3, 3] (CORRECTMAX1).")
+    coarse_reward: bool = Field(
+        False, description="Correctness is the maximum for an exact call match, else the minimum (COARSEREWARD)."
+    )
+    refined_reward: bool = Field(
+        False,
+        description="Tool names and parameter names score only when they match exactly, not by overlap "
+        "(REFINEDREWARD).",
+    )
+    intermediate_reward: bool = Field(
+        False,
+        description="Each ground-truth call scores 1 only when a predicted call is identical, instead of per "
+        "parameter name and value (INTERMEDIATEREWARD).",
+    )
+
+    @model_validator(mode="after")
+    def _switches_have_effect(self) -> "ToolRLParams":
+        errors: dict[str, list[str]] = {}
+        if self.schedule_length and not self.with_length:
+            errors["schedule_length"] = ["schedule_length changes the length reward: set with_length too"]
+        for name in ("refined_reward", "intermediate_reward"):
+            if self.coarse_reward and getattr(self, name):
+                errors[name] = [f"coarse_reward scores every inexact match as the minimum, so {name} has no effect"]
+        if errors:
+            raise FieldErrors(errors)
+        return self
 
 
 class ToolN1Params(_Params):
@@ -145,8 +192,8 @@ _PARAMS_MODELS: dict[str, type[BaseModel]] = {
 REWARD_NAMES: tuple[str, ...] = tuple(_PARAMS_MODELS)
 
 REWARD_DESCRIPTIONS: dict[str, str] = {
-    "torl": "+1 if the last \\boxed{} matches the ground truth, -1 otherwise, "
-    "optionally minus a penalty when the last tool call failed (ToRL).",
+    "torl": "+1 if the last \\boxed{} of the response matches the ground truth, -1 otherwise, "
+    "optionally minus a penalty unless the last tool call ran successfully (ToRL).",
     "retool": "+1 for a correct final answer, -1 otherwise, "
     "optionally shaped by the number of tool calls on wrong answers (ReTool).",
     "otc_ppo": "Correctness reward scaled by cos(m*pi/(2m+c)), "

@@ -1,33 +1,58 @@
-"""ToRL: +1 when the last \\boxed{} of the model's text equals the ground truth, -1 otherwise.
+"""ToRL: +1 when the response's last \\boxed{} equals the ground truth, -1 otherwise.
 
-`exec_error_penalty` (ToRL's `execution_error_penalty` option subtracts 0.5) is subtracted when
-the response called the tool and its last executed call failed. ToRL's code
-(GAIR-NLP/ToRL, verl/workers/reward_manager/naive.py with vllm_rollout_spmd.py) subtracts it
-whenever the sample's `execution_pass` flag is 0, a flag that is also 0 for responses that never
-called the tool and is reset by a later round without a call; that depends on the other samples
-of the batch, so we apply the issue's per-response rule instead: called, and the last call failed.
+What ToRL scores (GAIR-NLP/ToRL @cb78cf1): verl's naive reward manager decodes the whole
+response, tool outputs included (verl/workers/reward_manager/naive.py:51-57), and
+math_verifier.correctness_score_default takes the last complete `\\boxed{...}` of it
+(verl/utils/reward_score/math_verifier.py:38,63-66): +1 if equivalent, else -1, also -1 with
+no box. So by default (`answer_from: "response"`) a box that only the code's printed output
+holds, or a right box printed after a wrong one, counts. `answer_from: "model_text"` reads the
+model's own text only, which closes that reward hack (a program that prints `\\boxed{...}`).
+
+Equivalence is tirlab's (trainer.answers), not ToRL's is_equiv: is_equiv hands the bare answer
+to math-verify's parse, which then reads `6-6i` as 6 (so it equals `6-5i`) and `\\dfrac{20000}{\\pi}`
+as nothing (so it never equals `\\frac{20000}{\\pi}`) (math_verifier.py:104-116).
+
+`exec_error_penalty` (ToRL's `data.execution_error_penalty`, off by default,
+verl/trainer/config/ppo_trainer.yaml:17) is subtracted as naive.py:72-73 does: whenever the
+sample's execution_pass flag is 0. The rollout sets that flag from the last round in which the
+sample called the tool and starts it at 0 (vllm_rollout_spmd.py:267,336-350), so the penalty
+applies when the last call failed and also when the response made no call at all. ToRL's
+rollout also resets the flag to 0 when a sample stops without a call in a round in which some
+*other* sample of the batch called the tool (possible only with more than one call allowed);
+that depends on the rest of the batch, so we do not follow it.
 """
 
 from typing import Any
 
-from trainer.answers import answers_equivalent
+from trainer.answers import answers_equivalent, last_complete_boxed
 from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
-from trainer.trajectory import RewardResult
+from trainer.trajectory import RewardResult, ToolExecution
 
 
 def _torl(response: Response, ground_truth: Any, ctx: RewardContext) -> RewardResult:
-    answer = response.final_answer
+    text = response.text if ctx.params["answer_from"] == "response" else response.model_text
+    answer = last_complete_boxed(text)
     correct = answers_equivalent(answer, str(ground_truth))
-    failures = response.call_failures
-    last_failed = bool(failures) and failures[-1]
-    penalty = float(ctx.params["exec_error_penalty"]) if last_failed else 0.0
+    if response.executions is not None:
+        passes = [_passed(e) for e in response.executions]
+    else:
+        passes = [not failed for failed in response.call_failures]
+    # ToRL's execution_pass: the last call's (vllm_rollout_spmd.py:336-350), 0 without one (:267).
+    execution_pass = bool(passes) and passes[-1]
+    penalty = 0.0 if execution_pass else float(ctx.params["exec_error_penalty"])
     answer_reward = 1.0 if correct else -1.0
     return RewardResult(
         total=answer_reward - penalty,
         components={"answer": answer_reward, "exec_error_penalty": 0.0 - penalty},
         correct=correct,
-        details={"answer": answer, "tool_calls": len(failures), "last_call_failed": last_failed},
+        details={"answer": answer, "tool_calls": len(passes), "execution_pass": execution_pass},
     )
+
+
+def _passed(execution: ToolExecution) -> bool:
+    """ToRL's pass: exit code 0 or any stdout (postproc, vllm_rollout_spmd.py:229-230, 312-314), so
+    a program that prints and then raises passes; a timed-out request never does (:224-225, 233-234)."""
+    return execution.status != "timeout" and (execution.ok or bool(execution.stdout))
 
 
 register_reward("torl")(per_completion(_torl))

@@ -6,6 +6,7 @@ term name (a name used twice gets "@2", "@3", so it stays a metric key: see trai
 `correct` is the first term's, the primary reward by convention.
 """
 
+import dataclasses
 from typing import Any
 
 from trainer.rewards.base import Response, RewardContext, register_reward, registered
@@ -23,7 +24,7 @@ def weighted(responses: list[Response], ground_truth: Any, ctx: RewardContext) -
         name, weight = term["name"], float(term["weight"])
         seen[name] = seen.get(name, 0) + 1
         key = name if seen[name] == 1 else f"{name}@{seen[name]}"
-        term_ctx = RewardContext(params=term["params"], step=ctx.step, prompt_id=ctx.prompt_id, state=ctx.state)
+        term_ctx = dataclasses.replace(ctx, params=term["params"])
         for i, result in enumerate(registered(name).func(responses, ground_truth, term_ctx)):
             totals[i] += weight * result.total
             components[i][key] = weight * result.total
