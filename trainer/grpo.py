@@ -5,11 +5,13 @@ For a group of G responses to one prompt with rewards r_1..r_G:
     A_i = (r_i - mean(r)) / (std(r) + eps)      scale_by_std (GRPO; std with Bessel's correction, as verl)
     A_i =  r_i - mean(r)                        otherwise (Dr. GRPO)
 
-and every trainable token t of response i gets A_i. With the importance ratio
+with eps = 1e-6. A group of one response takes mean 0 and std 1, as verl does, so its advantage is
+r / (1 + eps) (or r). Every trainable token t of response i gets A_i. With the importance ratio
 rho_t = exp(logp_t - old_logp_t) between the policy being trained and the one that sampled:
 
-    L_t = max(-A_t * rho_t, -A_t * clip(rho_t, 1 - clip_low, 1 + clip_high))     (PPO-clip, DAPO clip-higher)
-        + kl_coef * (exp(ref_t - logp_t) - (ref_t - logp_t) - 1)                  (k3 KL to the reference)
+    P_t = max(-A_t * rho_t, -A_t * clip(rho_t, 1 - clip_low, 1 + clip_high))     (PPO-clip, DAPO clip-higher)
+    P_t = min(P_t, -A_t * clip_ratio_c)   where A_t < 0                           (dual clip, when clip_ratio_c is set)
+    L_t = P_t + kl_coef * min(exp(d_t) - d_t - 1, 10),  d_t = clip(ref_t - logp_t, -20, 20)   (k3 KL, verl's low_var_kl)
         - entropy_coef * H_t                                                      (entropy bonus)
 
 The KL and entropy terms exist only when their coefficient is > 0. Masked tokens (prompt, tool
@@ -30,16 +32,25 @@ import torch
 from transformers import PreTrainedModel
 
 LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
-# exp() of a larger log-ratio overflows float32; verl clamps at the same bound.
+# exp() of a larger log-ratio overflows float32; verl clamps the policy ratio's log and the k3 KL's at
+# the same bound (verl v0.6.1 verl/trainer/ppo/core_algos.py:940 and :1464 @d62da49).
 _MAX_LOG_RATIO = 20.0
+# verl's low_var_kl clamps the k3 estimate to [-10, 10] (GAIR-NLP/ToRL verl/trainer/ppo/core_algos.py:377
+# @cb78cf1; qiancheng0/ToolRL verl/trainer/ppo/core_algos.py:268 @8cee13e; NVlabs/Tool-N1
+# verl/verl/trainer/ppo/core_algos.py:377 @f9b4849; verl v0.6.1 core_algos.py:1467 @d62da49). k3 >= 0, so
+# only the upper bound can bind: beyond it the KL term is constant and gives no gradient.
+_MAX_K3 = 10.0
 
 
 def _group_advantage(rewards: torch.Tensor, scale_by_std: bool, eps: float) -> torch.Tensor:
     rewards = rewards.float()
     if rewards.numel() < 2:
-        # One response has nothing to be compared with: no baseline, no signal.
-        return torch.zeros_like(rewards)
+        # verl's compute_grpo_outcome_advantage gives a group of one mean 0 and std 1, so its
+        # advantage is the raw reward / (1 + eps) (GAIR-NLP/ToRL verl/trainer/ppo/core_algos.py:142-144
+        # @cb78cf1; verl v0.6.1 core_algos.py:312-314, 322-325 @d62da49).
+        return rewards / (1.0 + eps) if scale_by_std else rewards.clone()
     centred = rewards - rewards.mean()
+    # torch.std is Bessel-corrected, as verl's (ToRL core_algos.py:147 @cb78cf1).
     return centred / (rewards.std() + eps) if scale_by_std else centred
 
 
@@ -47,7 +58,7 @@ def group_advantages(
     rewards: torch.Tensor | Sequence[Sequence[float] | torch.Tensor],
     *,
     scale_by_std: bool,
-    eps: float = 1e-6,
+    eps: float = 1e-6,  # verl's epsilon (ToRL verl/trainer/ppo/core_algos.py:114 @cb78cf1)
 ) -> torch.Tensor | list[torch.Tensor]:
     """Group-relative advantages: a 1-D tensor is one group, a 2-D tensor one group per row, and a
     list holds groups of any sizes (dynamic filtering can leave groups of different G)."""
@@ -61,9 +72,10 @@ def group_advantages(
 
 
 def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
-    """Per-token k3 estimate of KL(policy || reference): exp(ref - logp) - (ref - logp) - 1, always >= 0."""
+    """Per-token k3 estimate of KL(policy || reference), as verl's `low_var_kl`:
+    exp(d) - d - 1 with d = ref - logp clamped to [-20, 20], the result clamped to at most 10."""
     delta = (ref_logprobs - logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
-    return torch.exp(delta) - delta - 1
+    return (torch.exp(delta) - delta - 1).clamp(max=_MAX_K3)
 
 
 def aggregate(values: torch.Tensor, mask: torch.Tensor, loss_agg: str) -> torch.Tensor:
@@ -97,15 +109,21 @@ def policy_loss(
     kl_coef: float = 0.0,
     entropy: torch.Tensor | None = None,
     entropy_coef: float = 0.0,
+    clip_ratio_c: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The GRPO loss of the module docstring over [B, T] token tensors.
 
     `advantages` is per sequence [B] or per token [B, T]; `mask` is 1 on trainable tokens.
+    `clip_ratio_c` (> 1) turns on dual clip: a negative-advantage token's loss is at most -A * c.
     Stats (token means over the mask): `clip_ratio/low` (negative-advantage tokens whose ratio fell
     below 1 - clip_low, so they give no gradient), `clip_ratio/high` (positive-advantage tokens above
-    1 + clip_high), `approx_kl` (k3 between the sampling policy and the current one), `kl` (k3 to the
+    1 + clip_high), `clip_ratio/dual` (negative-advantage tokens held at -A * c, when clip_ratio_c is
+    set), `approx_kl` (k3 between the sampling policy and the current one), `kl` (k3 to the
     reference, when kl_coef > 0), `entropy` (when given), and `pg_loss`.
     """
+    if clip_ratio_c is not None and clip_ratio_c <= 1.0:
+        # verl asserts the same (v0.6.1 verl/trainer/ppo/core_algos.py:933-936 @d62da49).
+        raise ValueError(f"clip_ratio_c must be > 1, got {clip_ratio_c}")
     mask = mask.to(logprobs.dtype)
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(-1)
@@ -115,6 +133,13 @@ def policy_loss(
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     pg = torch.maximum(unclipped, clipped)
+    if clip_ratio_c is not None:
+        # Dual clip as verl computes it: min(-A * c, pg) where A < 0 (verl v0.6.1
+        # verl/trainer/ppo/core_algos.py:957-963 @d62da49; absent from the verl that ToRL, ToolRL and
+        # Tool-N1 vendor, whose compute_policy_loss is plain PPO-clip: ToRL core_algos.py:272-303 @cb78cf1).
+        dual_bound = -advantages * clip_ratio_c
+        dual_clipped = (advantages < 0) & (pg > dual_bound)
+        pg = torch.where(advantages < 0, torch.minimum(pg, dual_bound), pg)
     per_token = pg
     if kl_coef > 0:
         if ref_logprobs is None:
@@ -139,6 +164,8 @@ def policy_loss(
             "approx_kl": token_mean(k3_kl(logprobs, old_logprobs)),
             "pg_loss": float(aggregate(pg, mask, loss_agg)),
         }
+        if clip_ratio_c is not None:
+            stats["clip_ratio/dual"] = token_mean(dual_clipped)
         if kl_coef > 0:
             stats["kl"] = token_mean(kl)
         if entropy is not None:
