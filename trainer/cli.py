@@ -20,6 +20,14 @@ errors (unknown reward, invalid parameters, unreadable files) exit with status 2
 
 and ``cold-start --ship`` retrains the cold start tirlab ships in trainer/models/shipped/ (the one a
 run of the tiny model starts from) and prints its new report.
+
+``prompts`` prints the exact prompt each dataset row gives under a run config, to check it against a
+paper's own code before training:
+
+    python -m trainer prompts --preset torl --dataset test.parquet --rows 3 [--template torl] [--json]
+
+A raw template's prompt is its text; a chat template's is the chat-templated text when a tokenizer is
+at hand (``--tokenizer DIR|ID``; the tiny model's needs none), else its messages as JSON.
 """
 
 from __future__ import annotations
@@ -117,6 +125,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="retrain the cold start tirlab ships (seed 0, trainer/models/shipped/) and rewrite its report",
     )
     cold_start.set_defaults(handler=_cold_start)
+
+    prompts = commands.add_parser(
+        "prompts",
+        help="print the exact prompt text the first rows of a dataset give under a run config",
+        description="Print, for the first rows of a dataset, the prompt the policy is conditioned on under a "
+        "run config (its protocol and prompt template): the exact text, or a chat template's messages when "
+        "no tokenizer is at hand.",
+    )
+    config_source = prompts.add_mutually_exclusive_group()
+    config_source.add_argument("--config", type=Path, metavar="FILE", help="run config as JSON (default: the defaults)")
+    config_source.add_argument("--preset", metavar="NAME", help="a preset from trainer.presets, e.g. torl")
+    prompts.add_argument("--dataset", metavar="REF", help="dataset file or built-in name (default: the train dataset)")
+    prompts.add_argument("--template", metavar="NAME", help="prompt template (default: the config's)")
+    prompts.add_argument("--rows", type=int, default=3, metavar="N", help="rows to show (default: 3)")
+    prompts.add_argument(
+        "--tokenizer",
+        metavar="DIR|ID",
+        help="tokenizer for chat templates and token counts (default: the tiny model's, when the config uses it)",
+    )
+    prompts.add_argument("--json", action="store_true", help="one JSON object per row, for exact comparison")
+    prompts.set_defaults(handler=partial(_prompts, prompts))
     return parser
 
 
@@ -164,14 +193,80 @@ def _cold_start(args: argparse.Namespace) -> int:
 
     if args.ship:
         if args.out is not None or args.seed != TINY_SEED:
-            print("--ship trains the shipped cold start (seed 0, into trainer/models/shipped/); "
-                  "it takes neither --out nor --seed", file=sys.stderr)
+            print(
+                "--ship trains the shipped cold start (seed 0, into trainer/models/shipped/); "
+                "it takes neither --out nor --seed",
+                file=sys.stderr,
+            )
             return 2
         shipped = ship_cold_start(eval_size=args.eval_size)
         print(json.dumps(json.loads((shipped / SHIPPED_REPORT).read_text())))
         return 0
     print(json.dumps(cold_start_report(seed=args.seed, eval_size=args.eval_size, out=args.out)))
     return 0
+
+
+def _prompts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from trainer.config import TINY_MODEL, ConfigError, RunConfig, validate_config
+    from trainer.data import DatasetError, load_dataset
+    from trainer.prompts import PromptTemplateError, build_prompt
+    from trainer.train import run_prompt_template
+
+    if args.rows < 1:
+        parser.error("--rows must be at least 1")
+    config = _load_run_config(parser, args) if args.config or args.preset else RunConfig()
+    if args.template is not None:
+        data = config.model_dump(mode="json")
+        data["data"]["prompt_template"] = args.template
+        try:
+            config = validate_config(data)
+        except ConfigError as exc:
+            parser.error(f"--template: {exc}")
+    tokenizer_name = args.tokenizer or (TINY_MODEL if config.model.name_or_path == TINY_MODEL else None)
+    tokenizer = _tokenizer(parser, tokenizer_name) if tokenizer_name else None
+    try:
+        examples = load_dataset(args.dataset or config.data.train_dataset, seed=config.seed, size=args.rows)
+        prompts = [build_prompt(example, config.tools.protocol, run_prompt_template(config)) for example in examples]
+    except (DatasetError, PromptTemplateError) as exc:
+        parser.error(str(exc))
+    for example, prompt in zip(examples, prompts, strict=True):
+        text = prompt.render(tokenizer) if prompt.raw or tokenizer is not None else None
+        row: dict[str, Any] = {"id": example.id, "raw": prompt.raw}
+        if not prompt.raw:
+            row["messages"] = prompt.messages
+        if text is not None:
+            row["text"] = text
+        if tokenizer is not None:
+            row["tokens"] = len(tokenizer.encode(text, add_special_tokens=False))
+            row["fits"] = prompt.fits(tokenizer, config.data.max_prompt_tokens)
+        if args.json:
+            print(json.dumps(row, ensure_ascii=False))
+            continue
+        kind = "raw completion prompt, no chat template" if prompt.raw else "chat template"
+        counted = f", {row['tokens']} tokens" if "tokens" in row else ""
+        print(f"=== row {example.id} ({kind}{counted}) ===")
+        shown = text if text is not None else json.dumps(prompt.messages, indent=2, ensure_ascii=False) + "\n"
+        sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
+    return 0
+
+
+def _tokenizer(parser: argparse.ArgumentParser, name: str) -> Any:
+    from trainer.config import TINY_MODEL
+
+    if name == TINY_MODEL:
+        from trainer.models import CharTokenizer
+
+        return CharTokenizer()
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot load --tokenizer {name}: {_one_line(exc)}")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _read_completion(parser: argparse.ArgumentParser, source: str, protocol: str | None, reward: str) -> Any:

@@ -54,9 +54,28 @@ BUILTIN_FILES: dict[str, BuiltinDataset] = {
             REPO_ROOT / "data" / "gsm8k" / "test.jsonl",
             "GSM8K test split (1,319 problems), for validation.",
         ),
+        BuiltinDataset(
+            "toolrl-test",
+            REPO_ROOT / "data" / "toolrl" / "test.parquet",
+            "ToolRL's test set (80 function-calling rows from ToolACE, Hammer and xLAM; "
+            "Apache-2.0, attribution in data/toolrl/NOTICE), for validation.",
+        ),
     )
 }
-BUILTIN_DATASETS = ("arithmetic", "arithmetic:easy", "arithmetic:hard", *BUILTIN_FILES)
+# Files a name stands for that tirlab may not ship: the user puts them at the path, and loading the
+# name says where to get them until then. ToRL's repository has no licence, so its data stays out.
+USER_FILES: dict[str, BuiltinDataset] = {
+    dataset.name: dataset
+    for dataset in (
+        BuiltinDataset(
+            "torl-test",
+            REPO_ROOT / "data" / "torl" / "test.parquet",
+            "ToRL's test set (data/torl_data/test.parquet of GAIR-NLP/ToRL, 374 AIME24/25 and MATH500 "
+            "problems), not shipped: ToRL's repository has no licence.",
+        ),
+    )
+}
+BUILTIN_DATASETS = ("arithmetic", "arithmetic:easy", "arithmetic:hard", *BUILTIN_FILES, *USER_FILES)
 
 _PARQUET_MAGIC = b"PAR1"
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
@@ -180,9 +199,7 @@ def inspect_dataset(
         size = path.stat().st_size
         # Checked before any read so an oversized upload costs nothing to reject.
         if size > max_bytes:
-            raise DatasetError(
-                f"file is {_size(size)}, over the limit of {_size(max_bytes)}"
-            )
+            raise DatasetError(f"file is {_size(size)}, over the limit of {_size(max_bytes)}")
         format = detect_format(path)
         columns: dict[str, None] = {}
         preview: list[dict] = []
@@ -195,9 +212,7 @@ def inspect_dataset(
     except DatasetError as err:
         if filename is None:
             raise
-        raise DatasetError(
-            err.message, line=err.line, field=err.field, row=err.row, filename=filename
-        ) from None
+        raise DatasetError(err.message, line=err.line, field=err.field, row=err.row, filename=filename) from None
     return DatasetInfo(format, row_count, size, _sha256(path), list(columns), preview)
 
 
@@ -221,8 +236,10 @@ def load_dataset(
 
     - ``arithmetic`` (or ``arithmetic:easy`` / ``arithmetic:hard``): the seeded synthetic generator;
       ``seed`` and ``size`` shape it, and ``split`` gives the validation split its own problems.
-    - a name in `BUILTIN_FILES` (``gsm8k``, ``gsm8k-test``): that file, whatever ``split`` says,
-      as on the dashboard.
+    - a name in `BUILTIN_FILES` (``gsm8k``, ``gsm8k-test``, ``toolrl-test``): that file, whatever
+      ``split`` says, as on the dashboard.
+    - a name in `USER_FILES` (``torl-test``): the file the user put at its path; an error says where
+      to get it while it is missing.
     - anything else: a dataset file, in any format `detect_format` recognises.
 
     ``size`` keeps the first ``size`` examples of a file. ``dataset:<id>`` references name a
@@ -237,10 +254,15 @@ def load_dataset(
         return arithmetic_examples(size, seed=seed, difficulty=variant or "mixed", split=split)
     if ref in BUILTIN_FILES:
         path = BUILTIN_FILES[ref].path
+    elif ref in USER_FILES:
+        path = USER_FILES[ref].path
+        if not path.is_file():
+            raise DatasetError(
+                f"no file for '{ref}': {USER_FILES[ref].description} Download it to {path} "
+                f"(see {path.parent / 'README.md'})."
+            )
     elif ref.startswith(DATASET_REF_PREFIX):
-        raise DatasetError(
-            f"'{ref}' names a dashboard upload; resolve it to the uploaded file's path before loading"
-        )
+        raise DatasetError(f"'{ref}' names a dashboard upload; resolve it to the uploaded file's path before loading")
     else:
         path = Path(ref).expanduser()
         if not path.is_file():
@@ -254,16 +276,12 @@ def load_dataset(
     return [example for _, example in zip(range(size), examples, strict=False)]
 
 
-def _rows(
-    path: Path, format: DatasetFormat
-) -> Iterator[tuple[dict[str, Any], Example]]:
+def _rows(path: Path, format: DatasetFormat) -> Iterator[tuple[dict[str, Any], Example]]:
     """Yield each raw record with its validated Example."""
     is_parquet = _is_parquet(path)
     if format is DatasetFormat.VERL_PARQUET:
         if not is_parquet:
-            raise DatasetError(
-                "expected a verl parquet file, but the file is not parquet"
-            )
+            raise DatasetError("expected a verl parquet file, but the file is not parquet")
         for where, record in _parquet_records(path):
             yield record, _verl_example(record, where)
         return
@@ -300,9 +318,7 @@ def _jsonl_records(path: Path) -> Iterator[tuple[_Where, dict[str, Any]]]:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise where.error(
-                    f"invalid JSON ({exc.msg} at column {exc.colno})"
-                ) from None
+                raise where.error(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
             if not isinstance(record, dict):
                 raise where.error(f"expected a JSON object, got {_type_name(record)}")
             seen = True
@@ -341,9 +357,7 @@ def _parquet_records(path: Path) -> Iterator[tuple[_Where, dict[str, Any]]]:
             row += 1
 
 
-def _qa_example(
-    record: dict[str, Any], where: _Where, format: DatasetFormat
-) -> Example:
+def _qa_example(record: dict[str, Any], where: _Where, format: DatasetFormat) -> Example:
     question = _text(record, "question", where)
     answer = _required(record, "answer", where)
     if format is DatasetFormat.GSM8K:
@@ -392,31 +406,20 @@ def _function_calling_example(record: dict[str, Any], where: _Where) -> Example:
     else:
         key = "query" if "query" in record and "question" not in record else "question"
         if key not in record:
-            raise where.error(
-                "field 'question', 'query' or 'messages' is missing", "question"
-            )
+            raise where.error("field 'question', 'query' or 'messages' is missing", "question")
         prompt = [{"role": "user", "content": _text(record, key, where)}]
 
     tools = _json_or_value(record, "tools", where)
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         raise _type_error("tools", "a list of objects", tools, where)
-    tool_names = {
-        _tool_name(tool, index, where) for index, tool in enumerate(tools, start=1)
-    }
+    tool_names = {_tool_name(tool, index, where) for index, tool in enumerate(tools, start=1)}
 
     # xLAM ships its calls as "answers"; our own files use "ground_truth".
-    key = (
-        "answers"
-        if "answers" in record and "ground_truth" not in record
-        else "ground_truth"
-    )
+    key = "answers" if "answers" in record and "ground_truth" not in record else "ground_truth"
     calls = _json_or_value(record, key, where)
     if not isinstance(calls, list):
         raise _type_error(key, "a list of calls", calls, where)
-    ground_truth = [
-        _call(call, index, key, tool_names, where)
-        for index, call in enumerate(calls, 1)
-    ]
+    ground_truth = [_call(call, index, key, tool_names, where) for index, call in enumerate(calls, 1)]
 
     return Example(
         id=_example_id(record, where),
@@ -437,13 +440,9 @@ def _tool_name(tool: dict[str, Any], index: int, where: _Where) -> str:
     return name
 
 
-def _call(
-    call: Any, index: int, key: str, tool_names: set[str], where: _Where
-) -> dict[str, Any]:
+def _call(call: Any, index: int, key: str, tool_names: set[str], where: _Where) -> dict[str, Any]:
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        raise where.error(
-            f"field '{key}': call {index} must be an object with a string 'name'", key
-        )
+        raise where.error(f"field '{key}': call {index} must be an object with a string 'name'", key)
     name = call["name"]
     if name not in tool_names:
         raise where.error(
@@ -453,14 +452,10 @@ def _call(
     # ToolRL writes "parameters"; a call without either takes no arguments.
     arguments = call.get("arguments", call.get("parameters", {}))
     if isinstance(arguments, str):
-        arguments = _decode(
-            arguments, f"field '{key}': call {index} arguments", key, where
-        )
+        arguments = _decode(arguments, f"field '{key}': call {index} arguments", key, where)
     if not isinstance(arguments, dict):
         got = _type_name(arguments)
-        raise where.error(
-            f"field '{key}': call {index} arguments must be an object, got {got}", key
-        )
+        raise where.error(f"field '{key}': call {index} arguments must be an object, got {got}", key)
     return {"name": name, "arguments": arguments}
 
 
@@ -468,9 +463,7 @@ def _verl_example(record: dict[str, Any], where: _Where) -> Example:
     prompt = _chat_messages(record["prompt"], "prompt", where)
     reward_model = record["reward_model"]
     if not isinstance(reward_model, dict):
-        raise _type_error(
-            "reward_model", "a struct with 'ground_truth'", reward_model, where
-        )
+        raise _type_error("reward_model", "a struct with 'ground_truth'", reward_model, where)
     ground_truth = reward_model.get("ground_truth")
     if ground_truth is None:
         raise where.error("column 'reward_model' has no 'ground_truth'", "reward_model")
@@ -501,9 +494,7 @@ def _verl_tools(record: dict[str, Any], where: _Where) -> list[dict] | None:
 
 def _chat_messages(value: Any, name: str, where: _Where) -> list[dict[str, str]]:
     if not isinstance(value, list) or not value:
-        raise _type_error(
-            name, "a non-empty list of chat messages {role, content}", value, where
-        )
+        raise _type_error(name, "a non-empty list of chat messages {role, content}", value, where)
     for index, message in enumerate(value, start=1):
         if not (
             isinstance(message, dict)
@@ -511,8 +502,7 @@ def _chat_messages(value: Any, name: str, where: _Where) -> list[dict[str, str]]
             and isinstance(message.get("content"), str)
         ):
             raise where.error(
-                f"{where.noun} '{name}': message {index} must have "
-                "a string 'role' and 'content'",
+                f"{where.noun} '{name}': message {index} must have a string 'role' and 'content'",
                 name,
             )
     return value
@@ -554,11 +544,7 @@ def _text(record: dict[str, Any], name: str, where: _Where) -> str:
 def _json_or_value(record: dict[str, Any], name: str, where: _Where) -> Any:
     """A field that may hold a value or, as xLAM ships it, that value JSON-encoded."""
     value = _required(record, name, where)
-    return (
-        _decode(value, f"field '{name}'", name, where)
-        if isinstance(value, str)
-        else value
-    )
+    return _decode(value, f"field '{name}'", name, where) if isinstance(value, str) else value
 
 
 def _decode(text: str, label: str, name: str, where: _Where) -> Any:
@@ -566,15 +552,11 @@ def _decode(text: str, label: str, name: str, where: _Where) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         reason = f"{exc.msg} at column {exc.colno}"
-        raise where.error(
-            f"{label} is a string but not valid JSON ({reason})", name
-        ) from None
+        raise where.error(f"{label} is a string but not valid JSON ({reason})", name) from None
 
 
 def _type_error(name: str, expected: str, value: Any, where: _Where) -> DatasetError:
-    return where.error(
-        f"{where.noun} '{name}' must be {expected}, got {_type_name(value)}", name
-    )
+    return where.error(f"{where.noun} '{name}' must be {expected}, got {_type_name(value)}", name)
 
 
 def _type_name(value: Any) -> str:

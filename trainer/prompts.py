@@ -1,20 +1,28 @@
 """Prompt templates: how each paper asked its model for the tool syntax its protocol parses.
 
-A template turns an example's question (the content of its last user message) into the chat
-messages the policy sees. The built-in templates carry the papers' instructions, because a model
-only uses ``<code>`` or ``<tool_call>`` tags that its prompt told it about:
+A template turns an example's question (the content of its last user message) into what the policy
+is conditioned on: chat messages, which the model's chat template renders, or, for a *raw* template,
+the text itself (a completion prompt for a base model, no chat template). The built-in templates
+carry the papers' instructions, because a model only uses ``<code>`` or ``<tool_call>`` tags that its
+prompt told it about:
 
-- ``torl`` (``python_markdown``): ToRL's system prompt, the Qwen2.5-Math tool-integrated reasoning
-  instruction behind a conversation preamble, as ToRL's verl data preprocessing writes it.
+- ``torl`` (raw): ToRL's ``tir_base_0309`` completion prompt, the one its training script selects,
+  byte for byte; the dataset's system message is discarded, as ToRL's dataset code does.
+- ``torl-chat`` (``python_markdown``'s default): ToRL's instruction as a system turn of the chat
+  template, for instruct models (the SmolLM2 CPU preset trains with it).
 - ``retool`` (``retool``): the verl ReTool recipe's user prompt (``<code>`` blocks, output in
   ``<interpreter>``, answer as ``<answer>\\boxed{…}</answer>``).
 - ``artist`` (``artist``): the ARTIST-style system prompt (``<think>``, ``<python>``, ``<output>``,
   ``<answer>``).
 - ``toolrl`` (``tool_call_json``): ToolRL's system prompt listing the tools, one JSON object per
   call line with ``parameters``.
-- ``tool_n1`` (``tool_call_json``): Nemotron-Tool-N1's system prompt, a JSON list of calls with
-  ``arguments`` and the tools as ``<tools>`` signatures.
+- ``tool_n1``: Nemotron-Tool-N1's ``qwen_tool_prompts`` after the dataset's own system text, a JSON
+  list of calls with ``arguments`` and the tools as ``<tools>`` signatures.
 - ``plain``: the question alone.
+
+A template that lists tools keeps an example's own system message unchanged when the example has no
+structured tools: the papers' own parquet files (ToolRL's, Tool-N1's) carry their tool lists only
+inside that text, and the models were trained on exactly it.
 
 A template may also be given as text: ``{question}`` and ``{tools}`` are replaced (nothing else, so
 ``\\boxed{}`` needs no escaping) and the result is the single user message.
@@ -25,7 +33,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Example
@@ -37,7 +45,23 @@ class PromptTemplate:
     user: str
     system: str | None = None
     tools_format: str | None = None  # "toolrl" or "tool_n1": how {tools} lists the example's tools
+    # A raw completion prompt: `user` is the whole text the model continues, with no chat template.
+    raw: bool = False
+    # Tool-N1 writes the dataset's own system text before its tool prompt; an example without one
+    # gets this text in its place.
+    own_system_default: str | None = None
 
+
+# GAIR-NLP/ToRL verl/utils/dataset/rl_dataset.py:33-34 @cb78cf1 (tir_base_0309, selected by
+# scripts/torl_1.5b.sh:26 @cb78cf1): "\\boxed" in its source is one backslash, and the text ends
+# with the newline after "Assistant:". [PROMPT] is the question (rl_dataset.py:178).
+_TORL_RAW = (
+    "A conversation between User and Assistant. The user asks a question, and the Assistant solves it.\n"
+    "User: Please integrate natural language reasoning with programs to solve the problem above, "
+    "and put your final answer within \\boxed{}.\n"
+    "{question}\n"
+    "Assistant:\n"
+)
 
 _TORL_SYSTEM = (
     "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. "
@@ -81,8 +105,13 @@ _ARTIST_SYSTEM = (
     "<answer> final answer here </answer>. Put the final answer within \\boxed{} inside <answer>."
 )
 
-_TOOLRL_SYSTEM = """You are a helpful dialogue assistant capable of leveraging tool calls to solve user tasks \
-and provide structured chat responses.
+# ToolRL's system prompt as its training data writes it: the "instruction" of every row of
+# qiancheng0/ToolRL dataset/rlla_4k_raw/rlla_rl.json, which dataset/rlla_4k_raw/rlla.py:48,55 @8cee13e
+# makes the system message of dataset/rlla_4k/*.parquet (all 80 test rows share this text around the
+# tool list; the same text is SYS in benchmarks/BFCL/rlla_qwen.py:15-40 @8cee13e, which adds a
+# trailing newline the training data does not have).
+_TOOLRL_SYSTEM = """You are a helpful multi-turn dialogue assistant capable of leveraging tool calls to solve \
+user tasks and provide structured chat responses.
 
 **Available Tools**
 In your response, you can use the following tools:
@@ -115,77 +144,161 @@ parameters are needed, leave the "parameters" field an empty dictionary.
 3. Refer to the previous dialogue records in the history, including the user's queries, previous \
 `<tool_call>`, `<response>`, and any tool feedback noted as `<obs>` (if exists)."""
 
-_TOOL_N1_SYSTEM = """You are an expert in composing functions. You are given a question and a set of possible \
-functions. Based on the question, you will need to make one or more function/tool calls to achieve the \
-purpose. If none of the function can be used, point it out. If the given question lacks the parameters \
-required by the function, also point it out. You should only return the function call in tools call sections.
-
-# Tool
-
-You are provided with function signatures within <tools></tools> XML tags:
-
-<tools>
-{tools}
-</tools>
-
-In each action step, you MUST:
-1. Think about the reasoning process in the mind and enclosed your reasoning within <think> </think> XML tags.
-2. Then, provide a json object with function names and arguments within <tool_call></tool_call> XML tags. \
-i.e., <tool_call>[{"name": <function-name>, "arguments": <args-json-object>}, {"name": <function-name2>, \
-"arguments": <args-json-object2>}, ...]</tool_call>
-3. Make sure both the reasoning and the tool call steps are included together in one single reply.
-A complete reply example is: <think>To address the query, I need to send the email to Bob and then buy the \
-banana through walmart. </think> <tool_call> [{"name": "email", "arguments": {"receiver": "Bob", "content": \
-"I will bug banana through walmart"}}, {"name": "walmart", "arguments": {"input": "banana"}}]</tool_call>. \
-Please make sure the type of the arguments is correct."""
+# NVlabs/Tool-N1 verl/examples/data_preprocess/verl_toolcall_preprocess.py:24-37 @f9b4849
+# (qwen_tool_prompts, after str.format: "{{" is "{"). Two lines end in a space, and the text in a newline.
+_TOOL_N1_TOOLS = (
+    "# Tool\n\nHere is a list of functions in JSON format that you can invoke:\n\n<tools>\n{tools}\n</tools>\n\n"
+    "In each action step, you MUST: \n"
+    "1. Think about the reasoning process in the mind and enclosed your reasoning within <think> </think> "
+    "XML tags.\n"
+    "2. Then, provide a json object with function names and arguments within <tool_call></tool_call> XML tags. "
+    'i.e., <tool_call>[{"name": <function-name>, "arguments": <args-json-object>}, {"name": <function-name2>, '
+    '"arguments": <args-json-object2>}, ...]</tool_call>\n'
+    "3. Make sure both the reasoning and the tool call steps are included together in one single reply.\n"
+    "A complete reply example is: <think>To address the query, I need to send the email to Bob and then buy "
+    'the banana through walmart. </think> <tool_call> [{"name": "email", "arguments": {"receiver": "Bob", '
+    '"content": "I will bug banana through walmart"}}, {"name": "walmart", "arguments": {"input": "banana"}}]'
+    "</tool_call>. Please make sure the type of the arguments is correct. \n"
+)
+# The system prompt goes first: Tool-N1's system message is raw_system + qwen_tool_prompts
+# (verl_toolcall_preprocess.py:64-68 @f9b4849). raw_system is the dataset's own system text, cut
+# after this marker when it holds one (ToolACE: data_process/raw_data_process.py:43-45 @f9b4849),
+# or DEFAULT_PROMPT for rows without one (xLAM: raw_data_process.py:32-33,119 @f9b4849).
+_TOOL_N1_MARKER = "JSON format that you can invoke:\n"
+_TOOL_N1_DEFAULT_SYSTEM = (
+    "You are an expert in composing functions. You are given a question and a set of possible functions. \n"
+    "Based on the question, you will need to make one or more function/tool calls to achieve the purpose. \n"
+    "If none of the function can be used, point it out. If the given question lacks the parameters required "
+    "by the function,\nalso point it out. You should only return the function call in tools call sections. "
+    "Here is a list of functions in JSON format that you can invoke:\n"
+)
 
 TEMPLATES: dict[str, PromptTemplate] = {
-    "torl": PromptTemplate("torl", user="{question}", system=_TORL_SYSTEM),
+    "torl": PromptTemplate("torl", user=_TORL_RAW, raw=True),
+    "torl-chat": PromptTemplate("torl-chat", user="{question}", system=_TORL_SYSTEM),
     "retool": PromptTemplate("retool", user=_RETOOL_USER),
     "artist": PromptTemplate("artist", user="{question}", system=_ARTIST_SYSTEM),
     "toolrl": PromptTemplate("toolrl", user="{question}", system=_TOOLRL_SYSTEM, tools_format="toolrl"),
-    "tool_n1": PromptTemplate("tool_n1", user="{question}", system=_TOOL_N1_SYSTEM, tools_format="tool_n1"),
+    "tool_n1": PromptTemplate(
+        "tool_n1",
+        user="{question}",
+        system=_TOOL_N1_TOOLS,
+        tools_format="tool_n1",
+        own_system_default=_TOOL_N1_DEFAULT_SYSTEM,
+    ),
     "plain": PromptTemplate("plain", user="{question}"),
 }
 
+# python_markdown's default is the chat form: the quickstart's tiny model and the SmolLM2 preset were
+# trained on its prompts; the raw `torl` template is for base models, chosen by name.
 DEFAULT_TEMPLATES: dict[str, str] = {
-    "python_markdown": "torl",
+    "python_markdown": "torl-chat",
     "retool": "retool",
     "artist": "artist",
     "tool_call_json": "toolrl",
 }
+
+# ToRL keeps a raw-template row only if its prompt has at most max_prompt_length - 10 tokens
+# (verl/utils/dataset/rl_dataset.py:148-149 @cb78cf1); a chat-template row, at most max_prompt_length
+# (rl_dataset.py:142-145 @cb78cf1, verl's own rule).
+RAW_PROMPT_MARGIN = 10
 
 
 class PromptTemplateError(ValueError):
     """A template name that does not exist, or template text without ``{question}``."""
 
 
-def apply_template(example: Example, protocol: str, template: str | None = None) -> list[dict[str, str]]:
-    """The chat messages for ``example`` under ``template`` (a name from TEMPLATES or text holding
+class Tokenizer(Protocol):
+    """What rendering and measuring a prompt needs of a tokenizer (a transformers tokenizer has it)."""
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+    def encode(self, text: str, **kwargs: Any) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What the policy is conditioned on: chat messages for the model's chat template, or, from a
+    raw template, the text itself."""
+
+    messages: list[dict[str, str]] | None = None
+    text: str | None = None
+
+    @property
+    def raw(self) -> bool:
+        return self.text is not None
+
+    def render(self, tokenizer: Tokenizer) -> str:
+        """The exact text the model continues."""
+        if self.text is not None:
+            return self.text
+        return tokenizer.apply_chat_template(self.messages, add_generation_prompt=True, tokenize=False)
+
+    def fits(self, tokenizer: Tokenizer, max_prompt_tokens: int) -> bool:
+        """Whether ToRL's dataset code keeps this prompt under ``max_prompt_length = max_prompt_tokens``
+        (`RAW_PROMPT_MARGIN`): a raw prompt is counted as ``tokenizer.encode(text)`` counts it, special
+        tokens included (rl_dataset.py:149), a chat prompt as its templated ids (rl_dataset.py:144)."""
+        if self.text is not None:
+            return len(tokenizer.encode(self.text)) <= max_prompt_tokens - RAW_PROMPT_MARGIN
+        ids = tokenizer.encode(self.render(tokenizer), add_special_tokens=False)
+        return len(ids) <= max_prompt_tokens
+
+
+def build_prompt(example: Example, protocol: str, template: str | None = None) -> Prompt:
+    """The prompt for ``example`` under ``template`` (a name from TEMPLATES or text holding
     ``{question}``); ``None`` means the protocol's default.
 
     With ``template=None``, an example whose prompt already has a system message keeps its prompt
     unchanged: a release that ships its own prompts (ToRL's, ToolRL's parquet files) was trained on
-    exactly those. An explicit template always applies; the question is the last user message, the
-    messages before it (a dialogue's history) are kept, and a system message is replaced by the
-    template's when it has one.
+    exactly those. An explicit template always applies; the question is the last user message.
+
+    A raw template (``torl``) is text made of the question alone: the rest of the example's prompt is
+    dropped, as ToRL's dataset code drops the parquet's system message. A chat template keeps the
+    messages around the question (a dialogue's history before it, tool results after it); the
+    example's system message is replaced by the template's when it has one, except where the
+    template lists tools and the example has none outside its own system text, which is then kept.
     """
     if template is None:
         if protocol not in DEFAULT_TEMPLATES:
             raise PromptTemplateError(f"unknown protocol '{protocol}'; expected one of {', '.join(PROTOCOL_NAMES)}")
         if any(message["role"] == "system" for message in example.prompt):
-            return [dict(message) for message in example.prompt]
+            return Prompt(messages=[dict(message) for message in example.prompt])
         spec = TEMPLATES[DEFAULT_TEMPLATES[protocol]]
     else:
         spec = resolve_template(template)
 
     question_at = _last_user_index(example)
+    question = example.prompt[question_at]["content"]
+    if spec.raw:
+        return Prompt(text=_fill(spec.user, question, ""))
+    before = example.prompt[:question_at]
+    history = [dict(message) for message in before if message["role"] != "system"]
+    after = [dict(message) for message in example.prompt[question_at + 1 :]]
+    own_system = [dict(message) for message in before if message["role"] == "system"]
     tools = _format_tools(example.tools or [], spec.tools_format)
-    history = [dict(message) for message in example.prompt[:question_at] if message["role"] != "system"]
-    kept_system = [dict(message) for message in example.prompt[:question_at] if message["role"] == "system"]
-    system = [{"role": "system", "content": _fill(spec.system, "", tools)}] if spec.system else kept_system
-    user = {"role": "user", "content": _fill(spec.user, example.prompt[question_at]["content"], tools)}
-    return [*system, *history, user]
+    if spec.system is None or (spec.tools_format is not None and example.tools is None and own_system):
+        system = own_system
+    elif spec.own_system_default is not None:
+        own = "".join(_cut_after(message["content"], _TOOL_N1_MARKER) for message in own_system)
+        system = [{"role": "system", "content": (own or spec.own_system_default) + _fill(spec.system, "", tools)}]
+    else:
+        system = [{"role": "system", "content": _fill(spec.system, "", tools)}]
+    user = {"role": "user", "content": _fill(spec.user, question, tools)}
+    return Prompt(messages=[*system, *history, user, *after])
+
+
+def apply_template(example: Example, protocol: str, template: str | None = None) -> list[dict[str, str]]:
+    """The chat messages of `build_prompt`; a raw template has none and is refused."""
+    prompt = build_prompt(example, protocol, template)
+    if prompt.messages is None:
+        raise PromptTemplateError(
+            f"prompt template '{template}' is a raw completion prompt, not chat messages; use build_prompt"
+        )
+    return prompt.messages
+
+
+def prompt_text(tokenizer: Tokenizer, example: Example, protocol: str, template: str | None = None) -> str:
+    """The exact text the policy is conditioned on for ``example``."""
+    return build_prompt(example, protocol, template).render(tokenizer)
 
 
 def resolve_template(template: str) -> PromptTemplate:
@@ -213,20 +326,34 @@ def _fill(text: str | None, question: str, tools: str) -> str:
     return (text or "").replace("{tools}", tools).replace("{question}", question)
 
 
+def _cut_after(text: str, marker: str) -> str:
+    at = text.find(marker)
+    return text if at < 0 else text[: at + len(marker)]
+
+
 def _format_tools(tools: list[dict[str, Any]], style: str | None) -> str:
     if style is None:
         return ""
     specs = [_function_spec(tool) for tool in tools]
     if style == "tool_n1":
-        # Tool-N1 lists each tool as an OpenAI function signature, one JSON object per line.
+        # One OpenAI function signature per line (verl_toolcall_preprocess.py:54-61 @f9b4849).
         return "\n".join(json.dumps({"type": "function", "function": spec}) for spec in specs)
-    # ToolRL numbers the tools, each with its name, description and parameter schema.
+    # ToolRL numbers the tools, each with its name, description and parameters
+    # (benchmarks/BFCL/rlla_qwen.py:53-64 @8cee13e, the format of rlla_rl.json's instructions).
     return "\n".join(
         f"{index}. Name: {spec.get('name', '')}\n"
         f"Description: {spec.get('description', '')}\n"
-        f"Parameters: {json.dumps(spec.get('parameters', {}))}"
+        f"Parameters: {json.dumps(_toolrl_parameters(spec.get('parameters', {})))}"
         for index, spec in enumerate(specs, start=1)
     )
+
+
+def _toolrl_parameters(parameters: Any) -> Any:
+    # A JSON-schema object lists its properties only (rlla_qwen.py:58 @8cee13e); ToolRL's training data
+    # gives the parameters as a plain name -> spec mapping, listed as it is.
+    if isinstance(parameters, Mapping) and parameters.get("type") == "object" and "properties" in parameters:
+        return parameters["properties"]
+    return parameters
 
 
 def _function_spec(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.answers import answers_equivalent
-from trainer.prompts import apply_template
+from trainer.prompts import prompt_text
 from trainer.protocols import get_protocol
 from trainer.synthetic import arithmetic_examples
 from trainer.trajectory import Example, ToolExecution
@@ -54,9 +54,9 @@ class Trace:
 
 
 def render_prompt(tokenizer: PreTrainedTokenizerBase, example: Example, template: str) -> str:
-    """The text the policy is conditioned on: the example under `template`, in the model's chat format."""
-    messages = apply_template(example, PROTOCOL, template)
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    """The text the policy is conditioned on: the example under `template`, in the model's chat format
+    or, for a raw template, as the template's text."""
+    return prompt_text(tokenizer, example, PROTOCOL, template)
 
 
 def tool_use_traces(

@@ -32,7 +32,8 @@ def test_every_protocol_has_a_default_template() -> None:
     assert all(name in TEMPLATES for name in DEFAULT_TEMPLATES.values())
 
 
-def test_torl_default_for_python_markdown() -> None:
+def test_torl_chat_is_the_python_markdown_default() -> None:
+    assert DEFAULT_TEMPLATES["python_markdown"] == "torl-chat"
     system, user = apply_template(math_example(), "python_markdown")
     assert system["role"] == "system"
     assert "integrate natural language reasoning with programs" in system["content"]
@@ -60,8 +61,7 @@ def test_artist_names_its_tags() -> None:
 def test_toolrl_system_prompt_lists_the_tools() -> None:
     system, user = apply_template(tool_example([WEATHER]), "tool_call_json")
     expected_listing = (
-        "1. Name: get_weather\nDescription: Current weather for a city\n"
-        'Parameters: {"city": {"type": "str"}}'
+        '1. Name: get_weather\nDescription: Current weather for a city\nParameters: {"city": {"type": "str"}}'
     )
     assert f"In your response, you can use the following tools:\n{expected_listing}\n\n" in system["content"]
     assert '{"name": "Tool name", "parameters": {"Parameter name": "Parameter content"' in system["content"]

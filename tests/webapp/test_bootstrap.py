@@ -30,6 +30,7 @@ def test_seeding_twice_keeps_one_copy_of_each_builtin():
     assert sorted(Dataset.objects.filter(builtin=True).values_list("name", "row_count")) == [
         ("gsm8k", 7473),
         ("gsm8k-test", 1319),
+        ("toolrl-test", 80),
     ]
     assert RewardConfig.objects.filter(builtin=True).count() == 9
 

@@ -229,7 +229,9 @@ def test_save_stores_validated_params_with_the_owner(owner):
     response = browser_for(owner).post("/rewards/", data)
     assert response.status_code == 302
     config = RewardConfig.objects.get(name="ToolRL scheduled")
-    assert (config.owner, config.reward, config.params) == (owner, "toolrl", {"schedule": "scheduled"})
+    # Unchecked switches are stored as their defaults (off).
+    assert (config.owner, config.reward, config.params["schedule"]) == (owner, "toolrl", "scheduled")
+    assert not any(value for name, value in config.params.items() if name != "schedule")
 
 
 def test_save_needs_a_name(owner):
@@ -267,5 +269,10 @@ def test_verl_parquet_rows_keep_their_own_system_prompt_under_the_default_templa
     )
     client = browser_for(owner)
     assert client.get(f"/datasets/{dataset.pk}/").context["rows"][0]["messages"] == prompt
-    torl = client.get(f"/datasets/{dataset.pk}/?template=torl").context["rows"][0]["messages"]
+    torl = client.get(f"/datasets/{dataset.pk}/?template=torl-chat").context["rows"][0]["messages"]
     assert torl[0]["content"] != "Use python." and torl[1] == {"role": "user", "content": "What is 2+3?"}
+    # ToRL's own template is raw text: the row's system message is dropped and no chat turns are shown.
+    raw = client.get(f"/datasets/{dataset.pk}/?template=torl")
+    row = raw.context["rows"][0]
+    assert row["messages"] == [] and row["raw_text"].endswith("within \\boxed{}.\nWhat is 2+3?\nAssistant:\n")
+    assert "raw text, no chat template" in raw.content.decode() and "Use python." not in raw.content.decode()

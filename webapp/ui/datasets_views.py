@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from trainer.data import DatasetError, DatasetFormat, iter_examples
-from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, apply_template
+from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt
 from trainer.protocols import PROTOCOL_NAMES
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
@@ -75,10 +75,13 @@ def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: 
     examples = iter_examples(Path(dataset.file_path), DatasetFormat(dataset.format))
     for example in islice(examples, count):
         truth = example.ground_truth
+        prompt = build_prompt(example, protocol, template)
         rows.append(
             {
                 "id": example.id,
-                "messages": apply_template(example, protocol, template),
+                # A raw template's prompt is text the model continues, with no chat template around it.
+                "messages": prompt.messages or [],
+                "raw_text": prompt.text,
                 "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, indent=2),
                 "tools": example.tools,
             }
