@@ -9,8 +9,10 @@ is the resolved snapshot a run stores.
 import copy
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trainer.prompts import PromptTemplateError, resolve_template
+from trainer.protocols.feedback import DEFAULT_MAX_OUTPUT_CHARS, FeedbackStyle
 from trainer.rewards import REWARD_NAMES, validate_reward_params
 from trainer.rewards.params import FieldErrors, field_errors
 
@@ -45,16 +47,40 @@ class DataConfig(_Section):
         "arithmetic",
         min_length=1,
         description=(
-            "Built-in name ('arithmetic', 'gsm8k' = the GSM8K train file, 'gsm8k-test'), "
+            "Built-in name ('arithmetic', 'gsm8k' = the GSM8K train file, 'gsm8k-test', 'toolrl-test' = "
+            "ToolRL's test set, 'torl-test' = ToRL's test set, which you download), "
             f"'{DATASET_REF_PREFIX}<id>' for an uploaded one, or a file path."
         ),
     )
     val_dataset: str | None = Field(None, description="Dataset reference for evaluation, same forms as train_dataset.")
     prompt_template: str | None = Field(
-        None, description="Template wrapping each question; None uses the tool protocol's default."
+        None,
+        description=(
+            "Template wrapping each question (trainer.prompts: 'torl' is ToRL's raw completion prompt, "
+            "'torl-chat', 'retool', 'artist', 'toolrl', 'tool_n1', 'plain', or text with {question}); "
+            "None uses the tool protocol's default."
+        ),
     )
     max_prompt_tokens: int = Field(256, ge=1, description="Maximum prompt length in tokens.")
+    overlong_prompts: Literal["truncate", "drop"] = Field(
+        "truncate",
+        description=(
+            "A prompt over max_prompt_tokens: 'truncate' keeps its last tokens; 'drop' removes the row from "
+            "the train and validation data at load time, as ToRL does (a raw prompt must have at most "
+            "max_prompt_tokens - 10 tokens, a chat prompt at most max_prompt_tokens)."
+        ),
+    )
     max_response_tokens: int = Field(256, ge=1, description="Maximum response length in tokens.")
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _known_template(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                resolve_template(value)
+            except PromptTemplateError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class ToolConfig(_Section):
@@ -64,12 +90,38 @@ class ToolConfig(_Section):
         "python_markdown", description="Syntax of tool calls and tool outputs in the response."
     )
     max_tool_calls: int = Field(1, ge=0, description="Tool calls allowed per response (ToRL's C); 0 disables tools.")
-    output_max_chars: int = Field(256, ge=1, description="Tool output is truncated to this many characters (ToRL).")
+    feedback: FeedbackStyle = Field(
+        "torl",
+        description=(
+            "Text fed back after a call, in the style of a paper's code: 'torl' (ToRL's rollout: stdout when "
+            "the run exited 0 or printed, else stderr; the last line of any text with 'Error'), 'zerotir' "
+            "(ZeroTIR: stdout, or stderr without file names; over 256 tokens, a 'too long' message), "
+            "'retool' (ReTool's recipe: stdout and stderr, 'no stdout here' on a timeout), or 'tirlab' "
+            "(the last traceback line, a status message naming the limit hit, and a hint on empty output). "
+            "With 'torl' and 'zerotir' a stop at the tool marker without a complete call adds nothing; "
+            "with 'tirlab' it gets an error output. Each call uses up one of max_tool_calls."
+        ),
+    )
+    output_max_chars: int = Field(
+        256,
+        ge=1,
+        description="Tool output is cut to this many characters (ToRL; ReTool's max_tool_response_length); "
+        "'zerotir' feedback caps at 256 tokens instead.",
+    )
     sandbox_timeout_s: float = Field(10.0, gt=0, description="Wall-clock limit of one tool call in seconds.")
     sandbox_memory_mb: int = Field(1024, ge=1, description="Memory limit of one tool call in MiB.")
     train_on_tool_output: bool = Field(
         False, description="Include tool-output tokens in the loss (normally masked out)."
     )
+
+    @model_validator(mode="after")
+    def _check_output_cap(self) -> "ToolConfig":
+        # ZeroTIR's cap is 256 tokens of the whole output block, fixed in its code
+        # (env/math/math_tir_process_single_request.py:306 @d154c0a); a character cap would be ignored.
+        if self.feedback == "zerotir" and self.output_max_chars != DEFAULT_MAX_OUTPUT_CHARS:
+            message = f"'zerotir' feedback caps outputs at 256 tokens; leave it at {DEFAULT_MAX_OUTPUT_CHARS}"
+            raise ConfigError({"output_max_chars": [message]})
+        return self
 
 
 class RewardSpec(_Section):
@@ -132,6 +184,16 @@ class OptimConfig(_Section):
     warmup_steps: int = Field(0, ge=0, description="Steps of linear warmup from 0 to the peak learning rate.")
     grad_clip: float = Field(1.0, ge=0, description="Maximum gradient norm; 0 disables clipping.")
     ppo_epochs: int = Field(1, ge=1, description="Optimisation passes over each step's rollouts.")
+    mini_batch_prompts: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "Prompts (whole GRPO groups) per optimizer step, as verl's actor.ppo_mini_batch_size: each epoch "
+            "takes one optimizer step per mini-batch, in order, against the log-probs of the policy that "
+            "sampled, so later mini-batches are off-policy. At most rollout.prompts_per_step; "
+            "None = one optimizer step per epoch over the whole step."
+        ),
+    )
 
 
 class GRPOConfig(_Section):
@@ -149,6 +211,15 @@ class GRPOConfig(_Section):
     )
     scale_by_std: bool = Field(True, description="Divide advantages by the group's reward std (False = Dr. GRPO).")
     entropy_coef: float = Field(0.0, ge=0, description="Weight of the entropy bonus.")
+    clip_ratio_c: float | None = Field(
+        None,
+        gt=1,
+        description=(
+            "Dual clip (verl's clip_ratio_c): a negative-advantage token's loss is at most -A * c, so a "
+            "ratio far above 1 cannot blow it up. Must be > 1; None disables it (the verl that ToRL, "
+            "ToolRL and Tool-N1 vendor has no dual clip)."
+        ),
+    )
 
 
 class FilterConfig(_Section):
@@ -224,6 +295,14 @@ class RunConfig(_Section):
     def _check_sft_dataset(self) -> "RunConfig":
         if self.sft.enabled and self.sft.dataset is None and self.model.name_or_path != TINY_MODEL:
             raise ConfigError({"sft.dataset": [f"required when sft.enabled is true, unless the model is {TINY_MODEL}"]})
+        return self
+
+    @model_validator(mode="after")
+    def _check_mini_batch_prompts(self) -> "RunConfig":
+        # verl refuses a mini-batch larger than the step's batch (v0.6.1 verl/workers/config/actor.py:153 @d62da49).
+        prompts, per_step = self.optim.mini_batch_prompts, self.rollout.prompts_per_step
+        if prompts is not None and prompts > per_step:
+            raise ConfigError({"optim.mini_batch_prompts": [f"must be <= rollout.prompts_per_step ({per_step})"]})
         return self
 
 

@@ -6,7 +6,8 @@ One step:
      in this process or, with rollout.backend 'ray', on Ray actors (trainer.ray_rollout),
   3. score each group with the run's reward, drop groups the filter rejects and refill up to a limit,
   4. compute group-relative advantages and take `ppo_epochs` passes of the clipped policy loss
-     (trainer.grpo) over the trainable tokens, with gradient clipping,
+     (trainer.grpo) over the trainable tokens, one optimizer step per mini-batch of
+     `mini_batch_prompts` groups, with gradient clipping,
   5. report the step's metrics and whole groups of trajectories; checkpoint and evaluate on schedule.
 """
 
@@ -33,10 +34,10 @@ from trainer.engines.hf import HFEngine
 from trainer.grpo import group_advantages, policy_loss, token_logprobs
 from trainer.metrics import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
 from trainer.models import SMOLLM2_MODEL, TINY_PROMPT_TEMPLATE, CharTokenizer, load_policy
-from trainer.prompts import apply_template
+from trainer.prompts import Prompt, build_prompt
 from trainer.protocols import get_protocol
 from trainer.report import jsonable
-from trainer.rewards import RewardState, score_group
+from trainer.rewards import TRAIN_SPLIT, VAL_SPLIT, RewardState, score_group
 from trainer.rollout import RolloutSettings, Trajectory, rollout
 from trainer.trajectory import Example, RewardResult
 
@@ -128,6 +129,12 @@ def check_vllm_available(config: RunConfig) -> None:
         raise ValueError("engine 'vllm' runs in the trainer's process; use rollout.backend 'local'")
 
 
+def run_prompt_template(config: RunConfig) -> str | None:
+    """The prompt template a run applies: the config's; else the tiny model's own (the one its cold
+    start was trained on); else None, the protocol's default."""
+    return config.data.prompt_template or (TINY_PROMPT_TEMPLATE if config.model.name_or_path == TINY_MODEL else None)
+
+
 class Trainer:
     """Holds the policy, optimizer, data and reward state of one run."""
 
@@ -159,14 +166,16 @@ class Trainer:
         self.engine = vllm_engine or HFEngine(self.model, self.tokenizer, num_threads=threads)
         self.settings = RolloutSettings.from_config(config)
         self.protocol = get_protocol(config.tools.protocol)
-        self.template = config.data.prompt_template or (
-            TINY_PROMPT_TEMPLATE if config.model.name_or_path == TINY_MODEL else None
+        self.template = run_prompt_template(config)
+        self.train_data = self._fitting(
+            load_dataset(config.data.train_dataset, split="train", seed=config.seed), "train_dataset"
         )
-        self.train_data = load_dataset(config.data.train_dataset, split="train", seed=config.seed)
         if not self.train_data:
             raise ValueError(f"dataset {config.data.train_dataset!r} has no examples")
         self.val_data = (
-            load_dataset(config.data.val_dataset, split="test", seed=config.seed) if config.data.val_dataset else []
+            self._fitting(load_dataset(config.data.val_dataset, split="test", seed=config.seed), "val_dataset")
+            if config.data.val_dataset
+            else []
         )
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.optim.learning_rate)
         self.scheduler = _scheduler(self.optimizer, config, config.schedule.max_steps)
@@ -212,13 +221,42 @@ class Trainer:
 
     # -- data -----------------------------------------------------------------------------------
 
+    def prompt(self, example: Example) -> Prompt:
+        """What the policy is conditioned on for ``example``: the template applied."""
+        return build_prompt(example, self.config.tools.protocol, self.template)
+
     def prompt_ids(self, example: Example) -> list[int]:
-        messages = apply_template(example, self.config.tools.protocol, self.template)
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        text = build_prompt(example, self.config.tools.protocol, self.template).render(self.tokenizer)
+        # No special tokens added, raw prompts included: ToRL's rollout gets its prompt ids so
+        # (verl/utils/dataset/rl_dataset.py:226 @cb78cf1).
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         limit = self.config.data.max_prompt_tokens
         # Keep the end: it holds the question and the assistant turn the model continues from.
         return ids[-limit:]
+
+    def _fitting(self, examples: list[Example], field: str) -> list[Example]:
+        """With data.overlong_prompts 'drop', the examples whose prompt ToRL's length filter keeps."""
+        data = self.config.data
+        if data.overlong_prompts != "drop" or not examples:
+            return examples
+        protocol = self.config.tools.protocol
+        kept = [
+            example
+            for example in examples
+            if build_prompt(example, protocol, self.template).fits(self.tokenizer, data.max_prompt_tokens)
+        ]
+        dropped = len(examples) - len(kept)
+        self.log(
+            f"data.overlong_prompts 'drop': dropped {dropped} of {len(examples)} rows of {getattr(data, field)!r} "
+            f"whose prompt is longer than data.max_prompt_tokens ({data.max_prompt_tokens}) allows"
+        )
+        if not kept:
+            raise ValueError(
+                f"data.overlong_prompts 'drop' dropped every row of data.{field} {getattr(data, field)!r}: "
+                f"no prompt fits in data.max_prompt_tokens = {data.max_prompt_tokens} "
+                "(raw templates need 10 tokens to spare); raise it or use 'truncate'"
+            )
+        return kept
 
     def draw(self, step: int, attempt: int, count: int) -> list[tuple[int, Example]]:
         """A seeded draw per (step, attempt): the same on a resumed run as on an uninterrupted one."""
@@ -242,7 +280,9 @@ class Trainer:
             groups.append(Group(index=index, example=example, trajectories=trajectories))
         return groups, result
 
-    def score(self, groups: list[Group], step: int) -> None:
+    def score(self, groups: list[Group], step: int, split: str = TRAIN_SPLIT) -> None:
+        """Score each group; `split` keeps evaluation's reward state (OTC-GRPO's minimum) apart
+        from training's, since validation prompt ids are row numbers like training ones."""
         reward = self.config.reward
         for group in groups:
             group.rewards = score_group(
@@ -253,6 +293,7 @@ class Trainer:
                 step=step,
                 prompt_id=group.example.id,
                 state=self.reward_state,
+                split=split,
             )
 
     def keep(self, group: Group) -> bool:
@@ -326,19 +367,38 @@ class Trainer:
         }
 
     def update(self, groups: list[Group]) -> dict[str, float]:
-        """PPO-clip epochs over the kept groups; returns the loss statistics."""
+        """PPO-clip epochs over the kept groups, one optimizer step per mini-batch; returns the loss statistics.
+
+        As verl's actor (GAIR-NLP/ToRL verl/workers/actor/dp_actor.py:226-329 @cb78cf1; verl v0.6.1
+        verl/workers/actor/dp_actor.py:372-529 @d62da49): the old (and reference) log-probs are computed
+        once, before the first optimizer step; each epoch walks the mini-batches in order, without
+        shuffling (batch.split, dp_actor.py:245), and takes one optimizer step per mini-batch, so every
+        mini-batch after the first is trained off-policy and the clip can bind there. The learning
+        rate schedule advances once per call, as verl's lr_scheduler.step() once per update_policy
+        (ToRL verl/workers/fsdp_workers.py:435-441 @cb78cf1). Stats are means over the optimizer steps
+        of each mini-batch's value, as verl's reduce_metrics averages its per-batch lists
+        (ToRL verl/trainer/ppo/ray_trainer.py:205-208 @cb78cf1).
+        """
         grpo, temperature = self.config.grpo, max(self.config.rollout.temperature, 1e-6)
         advantages = group_advantages([[r.total for r in g.rewards] for g in groups], scale_by_std=grpo.scale_by_std)
-        items = [
-            (trajectory, float(advantage))
-            for group, group_adv in zip(groups, advantages, strict=True)
-            for trajectory, advantage in zip(group.trajectories, group_adv.tolist(), strict=True)
-        ]
-        batches = [self._batch(items[i : i + MICRO_BATCH]) for i in range(0, len(items), MICRO_BATCH)]
+        # A mini-batch is whole groups, as verl's ppo_mini_batch_size counts prompts times rollout.n
+        # (ToRL verl/workers/fsdp_workers.py:119 @cb78cf1); a short step (filtering kept fewer groups)
+        # is split as it is, the last mini-batch taking what is left (verl's split, dp_actor.py:245).
+        per_mini_batch = self.config.optim.mini_batch_prompts or len(groups)
+        mini_batches = []
+        for first in range(0, len(groups), per_mini_batch):
+            items = [
+                (trajectory, float(advantage))
+                for group, group_adv in zip(
+                    groups[first : first + per_mini_batch], advantages[first : first + per_mini_batch], strict=True
+                )
+                for trajectory, advantage in zip(group.trajectories, group_adv.tolist(), strict=True)
+            ]
+            mini_batches.append([self._batch(items[i : i + MICRO_BATCH]) for i in range(0, len(items), MICRO_BATCH)])
         device = next(self.model.parameters()).device
         if device.type != "cpu":
             # Engine 'vllm': the policy lives on the GPU, the batches are built on the CPU.
-            for batch in batches:
+            for batch in (b for mini_batch in mini_batches for b in mini_batch):
                 batch.update({k: v.to(device) for k, v in batch.items() if isinstance(v, torch.Tensor)})
 
         def logprobs_of(model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -353,52 +413,58 @@ class Trainer:
         # The sampling policy's log-probs, recomputed with the training forward pass so the ratio
         # starts at exactly 1 (the engine's top-p truncation is not part of the trained distribution).
         with torch.no_grad():
-            for batch in batches:
+            for batch in (b for mini_batch in mini_batches for b in mini_batch):
                 batch["old_logprobs"], _ = logprobs_of(self.model, batch)
                 if self.ref_model is not None:
                     batch["ref_logprobs"], _ = logprobs_of(self.ref_model, batch)
-        tokens = sum(float(b["mask"].sum()) for b in batches)
-        sequences = sum(float((b["mask"].sum(-1) > 0).sum()) for b in batches)
         stats: dict[str, list[float]] = {}
         grad_norms = []
         self.model.train()
         for _ in range(self.config.optim.ppo_epochs):
-            self.optimizer.zero_grad(set_to_none=True)
-            for batch in batches:
-                logprobs, entropy = logprobs_of(self.model, batch)
-                loss, batch_stats = policy_loss(
-                    logprobs,
-                    batch["old_logprobs"],
-                    batch["advantages"],
-                    batch["mask"],
-                    clip_low=grpo.clip_low,
-                    clip_high=grpo.clip_high,
-                    loss_agg=grpo.loss_agg,
-                    ref_logprobs=batch.get("ref_logprobs"),
-                    kl_coef=grpo.kl_coef,
-                    entropy=entropy,
-                    entropy_coef=grpo.entropy_coef,
+            for mini_batch in mini_batches:
+                tokens = sum(float(b["mask"].sum()) for b in mini_batch)
+                sequences = sum(float((b["mask"].sum(-1) > 0).sum()) for b in mini_batch)
+                step_stats: dict[str, float] = {}
+                self.optimizer.zero_grad(set_to_none=True)
+                for batch in mini_batch:
+                    logprobs, entropy = logprobs_of(self.model, batch)
+                    loss, batch_stats = policy_loss(
+                        logprobs,
+                        batch["old_logprobs"],
+                        batch["advantages"],
+                        batch["mask"],
+                        clip_low=grpo.clip_low,
+                        clip_high=grpo.clip_high,
+                        loss_agg=grpo.loss_agg,
+                        ref_logprobs=batch.get("ref_logprobs"),
+                        kl_coef=grpo.kl_coef,
+                        entropy=entropy,
+                        entropy_coef=grpo.entropy_coef,
+                        clip_ratio_c=grpo.clip_ratio_c,
+                    )
+                    # Micro-batch losses are means over their own tokens (or sequences); weighting
+                    # by their share makes the accumulated gradient that of the whole mini-batch.
+                    share = (
+                        float(batch["mask"].sum()) / max(tokens, 1.0)
+                        if grpo.loss_agg == "token-mean"
+                        else float((batch["mask"].sum(-1) > 0).sum()) / max(sequences, 1.0)
+                    )
+                    (loss * share).backward()
+                    for name, value in batch_stats.items():
+                        step_stats[name] = step_stats.get(name, 0.0) + value * share
+                norm = torch.nn.utils.clip_grad_norm_(
+                    self.model.parameters(), self.config.optim.grad_clip or float("inf")
                 )
-                # Micro-batch losses are means over their own tokens (or sequences); weighting
-                # by their share makes the accumulated gradient that of the whole batch.
-                share = (
-                    float(batch["mask"].sum()) / max(tokens, 1.0)
-                    if grpo.loss_agg == "token-mean"
-                    else float((batch["mask"].sum(-1) > 0).sum()) / max(sequences, 1.0)
-                )
-                (loss * share).backward()
-                for name, value in batch_stats.items():
-                    stats.setdefault(name, []).append(value * share)
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.grad_clip or float("inf"))
-            grad_norms.append(float(norm))
-            self.optimizer.step()
+                grad_norms.append(float(norm))
+                self.optimizer.step()
+                for name, value in step_stats.items():
+                    stats.setdefault(name, []).append(value)
         self.scheduler.step()
         self.model.eval()
-        epochs = self.config.optim.ppo_epochs
-        result = {f"actor/{name}": sum(values) / epochs for name, values in stats.items()}
+        result = {f"actor/{name}": sum(values) / len(values) for name, values in stats.items()}
         result["actor/grad_norm"] = sum(grad_norms) / len(grad_norms)
         result["actor/lr"] = self.optimizer.param_groups[0]["lr"]
-        result["actor/trained_tokens"] = tokens
+        result["actor/trained_tokens"] = sum(float(b["mask"].sum()) for mini_batch in mini_batches for b in mini_batch)
         return result
 
     # -- the loop -------------------------------------------------------------------------------
@@ -427,7 +493,7 @@ class Trainer:
             return {}
         examples = list(enumerate(self.val_data))
         greedy, _ = self.roll(examples, group_size=1, seed=step, greedy=True)
-        self.score(greedy, step)
+        self.score(greedy, step, VAL_SPLIT)
         metrics = validation_metrics([g.scored for g in greedy], k=1)
         metrics.update(
             subset_metrics([g.scored for g in greedy], [subset_label(g.example) for g in greedy], prefix="val/")
@@ -435,7 +501,7 @@ class Trainer:
         k = self.config.schedule.eval_pass_k
         if k > 1:
             sampled, _ = self.roll(examples, group_size=k, seed=step)
-            self.score(sampled, step)
+            self.score(sampled, step, VAL_SPLIT)
             pass_k = validation_metrics([g.scored for g in sampled], k=k)
             metrics[f"val/pass@{k}"] = pass_k[f"val/pass@{k}"]
         return metrics
@@ -474,9 +540,21 @@ class Trainer:
 
 
 def trajectory_report(
-    group: Group, position: int, trajectory: Trajectory, reward: RewardResult, sample: int, step: int, protocol
+    group: Group,
+    position: int,
+    trajectory: Trajectory,
+    reward: RewardResult,
+    sample: int,
+    step: int,
+    protocol,
+    prompt: Prompt | None = None,
 ) -> TrajectoryIn:
     """One trajectory as the dashboard stores it: its turns, with each tool output's status and duration.
+
+    ``prompt`` is what the model was conditioned on (the template applied; a raw template's text is
+    sent as text); without it, the dataset row's messages. The final answer is the one the reward
+    scored when the reward says which (``details["answer"]``: ToRL's reads the whole response, tool
+    output included), else the protocol's reading of the model's own text.
 
     Built as the contract's model, so a trajectory the dashboard would refuse fails here, where it is made."""
     completion = trajectory.completion
@@ -502,10 +580,17 @@ def trajectory_report(
         # repeat a row within one step.
         prompt_index=position,
         sample_index=sample,
+        prompt=prompt.text
+        if prompt is not None and prompt.text is not None
         # Role and content only: a dataset's messages may carry more (names, tool calls).
-        prompt=[ChatMessage(role=m["role"], content=m["content"]) for m in group.example.prompt],
+        else [
+            ChatMessage(role=m["role"], content=m["content"])
+            for m in (prompt.messages if prompt is not None and prompt.messages is not None else group.example.prompt)
+        ],
         turns=turns,
-        final_answer=protocol.final_answer(completion.text, tool_outputs=len(executions)) or "",
+        final_answer=_scored_answer(reward)
+        or protocol.final_answer(completion.text, tool_outputs=len(executions))
+        or "",
         ground_truth=jsonable(group.example.ground_truth),
         reward=float(reward.total),
         reward_components={key: float(value) for key, value in reward.components.items()},
@@ -515,6 +600,11 @@ def trajectory_report(
         prompt_tokens=len(trajectory.prompt_ids),
         response_tokens=completion.response_tokens,
     )
+
+
+def _scored_answer(reward: RewardResult) -> str | None:
+    answer = reward.details.get("answer") if isinstance(reward.details, dict) else None
+    return answer if isinstance(answer, str) and answer else None
 
 
 def run_training(
@@ -554,7 +644,9 @@ def run_training(
             reported = result.groups[: config.rollout.trajectories_to_report]
             reporter.log_trajectories(
                 [
-                    trajectory_report(group, position, t, r, sample, result.step, trainer.protocol)
+                    trajectory_report(
+                        group, position, t, r, sample, result.step, trainer.protocol, trainer.prompt(group.example)
+                    )
                     for position, group in enumerate(reported)
                     for sample, (t, r) in enumerate(zip(group.trajectories, group.rewards, strict=True))
                 ],

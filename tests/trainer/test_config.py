@@ -40,7 +40,10 @@ def test_defaults_describe_a_tiny_cpu_run() -> None:
 
 
 def test_default_reward_params_are_filled_in() -> None:
-    assert default_config()["reward"] == {"name": "torl", "params": {"exec_error_penalty": 0.0}}
+    assert default_config()["reward"] == {
+        "name": "torl",
+        "params": {"answer_from": "response", "exec_error_penalty": 0.0},
+    }
 
 
 @pytest.mark.parametrize(

@@ -111,3 +111,96 @@ def test_an_unknown_preset_names_the_known_ones():
     with pytest.raises(UnknownPreset) as info:
         preset_config("tor1")
     assert "tor1" in str(info.value) and "quickstart" in str(info.value)
+
+
+# The papers whose released training script we could read. Each preset spells out every value tirlab has a
+# field for, cited in trainer/presets.py, so that a change of tirlab's defaults cannot change a paper preset.
+SCRIPTED = ["torl", "zerotir", "retool", "toolrl", "tool-n1"]
+SPELLED_OUT = {
+    "model": {"name_or_path", "dtype"},
+    "data": {"train_dataset", "max_prompt_tokens", "max_response_tokens"},
+    "tools": {"protocol", "max_tool_calls"},
+    "rollout": {"prompts_per_step", "group_size", "temperature", "top_p", "async_rollouts"},
+    "optim": {"learning_rate", "lr_schedule", "warmup_steps", "grad_clip", "ppo_epochs"},
+    "grpo": {"clip_low", "clip_high", "kl_coef", "loss_agg", "scale_by_std", "entropy_coef"},
+    "schedule": {"max_steps"},
+}
+
+
+@pytest.mark.parametrize("name", SCRIPTED)
+def test_a_scripted_paper_preset_spells_out_every_value_rather_than_inheriting_our_defaults(name):
+    preset = preset_overrides(name)
+    missing = {section: keys - set(preset.get(section, {})) for section, keys in SPELLED_OUT.items()}
+    assert {section: keys for section, keys in missing.items() if keys} == {}
+
+
+def test_torl_is_torl_1_5b_sh_on_the_verl_it_vendors():
+    config = preset_config("torl")
+    assert config.model.name_or_path == "Qwen/Qwen2.5-Math-1.5B"
+    # verl 0.2's single clip_ratio 0.2 (ppo_trainer.yaml:35): no clip-higher.
+    assert (config.grpo.clip_low, config.grpo.clip_high) == (0.2, 0.2)
+    # data.max_prompt_length=400, max_gen_length=3072 (torl_1.5b.sh:24,11).
+    assert (config.data.max_prompt_tokens, config.data.max_response_tokens) == (400, 3072)
+    # ToRL's own data/torl_data/{train,test}.parquet, which tirlab may not ship.
+    assert (config.data.train_dataset, config.data.val_dataset) == ("data/torl/train.parquet", "torl-test")
+    assert (config.rollout.prompts_per_step, config.rollout.group_size, config.tools.max_tool_calls) == (128, 16, 1)
+    assert (config.optim.learning_rate, config.grpo.kl_coef, config.grpo.entropy_coef) == (1e-6, 0.0, 0.0)
+    assert (config.schedule.eval_every, config.schedule.checkpoint_every) == (4, 20)  # test_freq, save_freq
+    assert config.rollout.async_rollouts is False  # verl samples a step, then trains on it
+
+
+@pytest.mark.parametrize("name", ["otc-grpo", "otc-ppo"])
+def test_otc_runs_on_torls_setup_with_its_own_reward_and_three_calls(name):
+    config, torl = preset_config(name), preset_config("torl")
+    assert config.tools.max_tool_calls == 3 and config.reward.params["c"] == 3.0
+    assert config.reward.name == name.replace("-", "_")
+    assert (config.grpo.clip_low, config.grpo.clip_high) == (0.2, 0.2)  # ToRL's verl, not tirlab's clip-higher
+    assert (config.data.max_prompt_tokens, config.data.max_response_tokens) == (400, 3072)
+    for section in ("model", "data", "rollout", "optim", "grpo", "schedule"):
+        assert getattr(config, section) == getattr(torl, section), section
+
+
+def test_zerotir_is_its_readme_command():
+    config = preset_config("zerotir")
+    assert config.model.name_or_path == "Qwen/Qwen2.5-7B"
+    assert config.tools.max_tool_calls == 2  # ENV_ITER_NUM=2
+    assert (config.data.max_prompt_tokens, config.data.max_response_tokens) == (1024, 8192)
+    assert (config.grpo.clip_low, config.grpo.clip_high) == (0.22, 0.28)
+    assert (config.filtering.accuracy_min, config.filtering.accuracy_max) == (0.05, 0.8)
+    # reinforce_baseline: group mean subtracted, no division by the group's std.
+    assert config.grpo.scale_by_std is False
+    assert config.rollout.async_rollouts is True  # --async_train
+    assert config.schedule.checkpoint_every == 50
+
+
+def test_retool_is_the_recipes_dapo_script():
+    config = preset_config("retool")
+    # max_assistant_turns=16: the 16th turn ends the rollout before its call runs.
+    assert config.tools.max_tool_calls == 15
+    assert (config.tools.sandbox_timeout_s, config.tools.sandbox_memory_mb) == (30.0, 1024)
+    assert config.reward.params["turn_shaping"] is True  # retool.py's compute_score always shapes
+    assert config.data.train_dataset == "data/retool/dapo-math-17k.parquet"
+    assert (config.sft.epochs, config.sft.learning_rate) == (6, 1e-5)
+    assert (config.grpo.clip_low, config.grpo.clip_high, config.grpo.kl_coef) == (0.2, 0.28, 0.0)
+
+
+def test_toolrl_is_run_grpo_sh_with_verls_entropy_bonus_and_its_fifteen_epochs():
+    config = preset_config("toolrl")
+    assert config.grpo.entropy_coef == 1e-3  # verl 0.1's entropy_coeff default; the script sets none
+    assert config.schedule.max_steps == 105  # 15 epochs x 7 full batches of 512
+    assert (config.data.train_dataset, config.data.val_dataset) == ("data/toolrl/train.parquet", "toolrl-test")
+    assert (config.schedule.eval_every, config.schedule.checkpoint_every) == (5, 15)
+    assert (config.rollout.prompts_per_step, config.rollout.group_size) == (512, 4)
+    assert (config.data.max_prompt_tokens, config.data.max_response_tokens) == (2048, 1024)
+
+
+def test_tool_n1_has_qwen_rl_sh_lengths():
+    config = preset_config("tool-n1")
+    assert (config.data.max_prompt_tokens, config.data.max_response_tokens) == (4096, 8192)
+    assert (config.data.train_dataset, config.data.val_dataset) == (
+        "data/tool_n1/train.parquet",
+        "data/tool_n1/test.parquet",
+    )
+    assert (config.rollout.prompts_per_step, config.rollout.group_size, config.rollout.temperature) == (1024, 5, 0.7)
+    assert (config.grpo.kl_coef, config.grpo.entropy_coef) == (1e-3, 0.0)
+    assert (config.schedule.eval_every, config.schedule.checkpoint_every) == (10, 10)

@@ -136,3 +136,30 @@ def test_a_reported_trajectory_is_valid_as_built_and_on_the_wire(protocol_name):
 def test_a_trajectory_the_dashboard_would_refuse_fails_where_it_is_built():
     with pytest.raises(ValidationError, match="reward"):
         reported("python_markdown", reward=RewardResult(total=math.nan, correct=False))
+
+
+def test_a_reported_trajectory_shows_the_prompt_the_model_saw_and_the_answer_it_was_scored_on():
+    """A raw template's text is what the model continued, so the rollout view shows that text, not
+    the dataset row; and ToRL's reward reads the last box of the whole response (a box printed by
+    the code counts), so the answer shown is the one scored."""
+    from trainer.prompts import build_prompt
+
+    protocol = get_protocol("python_markdown")
+    execution = ToolExecution(call="print('\\\\boxed{42}')", status="ok", output="\\boxed{42}", duration_ms=3)
+    text = protocol.append_output("Let me compute.\n```python\nprint('\\\\boxed{42}')\n```\n", execution)
+    completion = Completion(text + "Done.", "python_markdown", (execution,), response_tokens=20)
+    prompt = [{"role": "system", "content": "Please reason step by step."}, {"role": "user", "content": "6 * 7?"}]
+    example = Example(id="7", prompt=prompt, ground_truth="42", data_source="torl")
+    trajectory = Trajectory(
+        completion, prompt_ids=[1, 2, 3], response_ids=[4], loss_mask=[1], tool_mask=[0], logprobs=[0.0]
+    )
+    (reward,) = score_group("torl", [completion], "42")
+    group = Group(index=0, example=example, trajectories=[trajectory], rewards=[reward])
+    raw = build_prompt(example, "python_markdown", "torl")
+    report = trajectory_report(group, 0, trajectory, reward, 0, 5, protocol, raw)
+    assert report.prompt == raw.text and report.prompt.endswith("\n6 * 7?\nAssistant:\n")
+    assert reward.total == 1.0 and report.final_answer == "42"
+    chat = build_prompt(example, "python_markdown", "torl-chat")
+    report = trajectory_report(group, 0, trajectory, reward, 0, 5, protocol, chat)
+    assert [m.role for m in report.prompt] == ["system", "user"]
+    assert report.prompt[0].content != "Please reason step by step."  # the template's system prompt

@@ -35,7 +35,10 @@ def test_created_run_is_queued_with_a_resolved_snapshot_and_a_token_shown_once(a
     assert body["status"] == "queued"
     assert body["managed"] is False and body["queue_position"] is None
     assert body["config"]["rollout"]["group_size"] == 16
-    assert body["config"]["reward"] == {"name": "torl", "params": {"exec_error_penalty": 0.0}}
+    assert body["config"]["reward"] == {
+        "name": "torl",
+        "params": {"answer_from": "response", "exec_error_penalty": 0.0},
+    }
     run = Run.objects.get(pk=body["id"])
     assert run.token_hash == hash_secret(body["ingest_token"])
     assert "ingest_token" not in api.get(f"/api/v1/runs/{run.pk}/").json()
