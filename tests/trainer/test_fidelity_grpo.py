@@ -17,7 +17,6 @@ import trainer.train as train_module
 from tests.model_cache import MODEL_CACHE
 from trainer.config import ConfigError, validate_config
 from trainer.grpo import group_advantages, k3_kl, policy_loss
-from trainer.models import build_tiny_model
 from trainer.rollout import Trajectory
 from trainer.train import Group, Trainer
 from trainer.trajectory import Completion, Example, RewardResult
@@ -167,14 +166,6 @@ class _Silent:
     def log(self, message, level="info"):
         pass
 
-
-@pytest.fixture(scope="module")
-def random_tiny(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("tiny-random")
-    model, tokenizer = build_tiny_model(seed=0)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 def _trainer(model: Path, out: Path, grpo: dict | None = None, **optim) -> Trainer:

@@ -20,7 +20,7 @@ import trainer.prompts as prompts
 import trainer.sft as sft
 from trainer.cli import main
 from trainer.config import ConfigError, validate_config
-from trainer.models import CharTokenizer, build_tiny_model
+from trainer.models import CharTokenizer
 from trainer.report import Reporter
 from trainer.train import Trainer
 from trainer.trajectory import Example
@@ -187,14 +187,6 @@ def test_a_chat_prompt_fits_in_max_prompt_tokens_exactly():
     assert prompt.fits(CountingTokenizer(), 30)
     assert not prompt.fits(CountingTokenizer(), 29)
 
-
-@pytest.fixture(scope="module")
-def random_tiny(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("tiny-random")
-    model, tokenizer = build_tiny_model(seed=0)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 def qa_file(path: Path, questions: list[str]) -> str:

@@ -13,23 +13,12 @@ from pydantic import ValidationError
 from tests.model_cache import MODEL_CACHE
 from trainer.config import validate_config
 from trainer.contract import ChatMessage, IngestBatch, TrajectoryIn
-from trainer.models import build_tiny_model
 from trainer.protocols import PROTOCOL_NAMES, get_protocol
 from trainer.report import Reporter
 from trainer.rewards import score_group
 from trainer.rollout import Trajectory
 from trainer.train import Group, run_training, trajectory_report
 from trainer.trajectory import Completion, Example, RewardResult, ToolExecution
-
-
-@pytest.fixture(scope="module")
-def random_tiny(tmp_path_factory) -> Path:
-    """An untrained tiny model saved as a local Hugging Face directory: fast, and enough to check the plumbing."""
-    path = tmp_path_factory.mktemp("tiny-random")
-    model, tokenizer = build_tiny_model(seed=0)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 def small_config(model: str, **overrides) -> dict:
