@@ -75,3 +75,22 @@ def test_launching_the_quickstart_creates_a_managed_queued_run_and_opens_it(page
     expected = preset_config("quickstart").model_dump(mode="json")
     for section in ("model", "tools", "reward", "rollout", "optim", "grpo", "sft", "schedule"):
         assert run.config[section] == expected[section], section
+
+
+def test_the_torl_preset_fills_its_paper_fields_and_a_cleared_mini_batch_means_none(page, live_server, researcher):
+    """The paper fields issue 13 added are in the form as the preset sets them: ToRL's raw prompt,
+    its over-long-prompt filter, its feedback text, its one mini-batch of 128 prompts."""
+    open_form(page, live_server)
+    page.select_option("#preset-select", "torl")
+    assert page.input_value("[name='config.data.prompt_template']") == "torl"
+    assert page.input_value("[name='config.data.overlong_prompts']") == "drop"
+    assert page.input_value("[name='config.tools.feedback']") == "torl"
+    assert page.input_value("[name='config.optim.mini_batch_prompts']") == "128"
+    assert page.input_value("[name='config.grpo.clip_ratio_c']") == ""
+    assert page.input_value("[name='config.grpo.clip_high']") == "0.2"
+    help_text = page.locator(".field[data-path='optim.mini_batch_prompts']").inner_text()
+    assert "ppo_mini_batch_size" in help_text
+    shots = os.environ.get("TIRLAB_LOOK_DIR")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / "new_run_torl.png"), full_page=True)
