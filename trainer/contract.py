@@ -1,5 +1,6 @@
 """What the trainer and the dashboard both rely on, defined once: run statuses, the metric-key rule,
-the size limits, the ingest batch (`POST /api/v1/runs/<id>/ingest`) and the headline metric names.
+the size limits, the ingest batch (`POST /api/v1/runs/<id>/ingest`), the setup phases a run goes
+through and the headline metric names.
 
 The trainer builds its reports from these models (trainer/report.py, trainer/train.py) and names its
 headline metrics with these names (trainer/metrics.py); the dashboard validates and stores with the
@@ -14,7 +15,16 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    model_validator,
+)
 
 
 class RunStatus(StrEnum):
@@ -48,6 +58,7 @@ MAX_TURNS = 1_000  # turns in one trajectory
 MAX_LOG_MESSAGE = 100_000  # characters of a log line
 MAX_STATUS_ERROR = 100_000  # characters of a run's error
 MAX_CHECKPOINT = 500  # characters of a checkpoint location (and of Run.checkpoint_path)
+MAX_PHASE_DETAIL = 200  # characters of a phase's detail line
 # Items of one ingest batch.
 MAX_METRIC_STEPS = 10_000
 MAX_TRAJECTORIES = 5_000
@@ -64,6 +75,13 @@ def is_metric_key(key: object) -> bool:
     # fullmatch: `$` alone would let a trailing newline through, which the schema's regex refuses.
     return isinstance(key, str) and _METRIC_KEY.fullmatch(key) is not None
 
+
+# What a trainer is doing, in order: loading the model (and its tokenizer, data and engine), an SFT
+# cold start, then the GRPO steps. The run page shows the phase until the first metric arrives.
+LOADING = "loading"
+SFT = "sft"
+RL = "rl"
+PHASES = (LOADING, SFT, RL)
 
 # The run page draws these first, in this order, and prefetches their series.
 ACCURACY = "accuracy"
@@ -138,6 +156,30 @@ class StatusIn(_Strict):
     checkpoint: str | None = Field(None, max_length=MAX_CHECKPOINT, description="Location of the latest checkpoint.")
 
 
+class PhaseIn(_Strict):
+    """Where the trainer is in its run and how far it has to go: the latest one reported wins.
+
+    A trainer reports it as it goes (every SFT or RL step; the reporter sends only the latest), so a
+    run that spends minutes loading a model or in an SFT cold start shows progress before its first
+    metric. `done` of `total` counts the phase's own units: SFT optimizer steps, RL steps (a resumed
+    run starts part-way), or 0 of 1 while loading.
+    """
+
+    name: Literal[PHASES] = Field(description="loading (the model, data, engine), sft (the cold start) or rl.")
+    done: StrictInt = Field(ge=0, le=INT_MAX, description="Units of the phase done so far; at most `total`.")
+    total: StrictInt = Field(ge=1, le=INT_MAX, description="Units the phase has in all.")
+    eta_s: Number | None = Field(None, ge=0, description="Seconds the phase is expected to take still, if known.")
+    detail: str = Field(
+        "", max_length=MAX_PHASE_DETAIL, description="A short note shown beside it, e.g. the model being loaded."
+    )
+
+    @model_validator(mode="after")
+    def _done_within_total(self) -> "PhaseIn":
+        if self.done > self.total:
+            raise ValueError(f"done ({self.done}) is more than total ({self.total})")
+        return self
+
+
 class IngestBatch(_Strict):
     """Everything a trainer reports; each batch also counts as a heartbeat."""
 
@@ -146,3 +188,4 @@ class IngestBatch(_Strict):
     logs: list[LogLineIn] = Field(default_factory=list, max_length=MAX_LOG_LINES)
     heartbeat: StrictBool = Field(True, description="Accepted for clarity; every batch is a heartbeat.")
     status: StatusIn | None = None
+    phase: PhaseIn | None = Field(None, description="The trainer's current phase and its progress; the latest wins.")

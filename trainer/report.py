@@ -1,15 +1,19 @@
 """The trainer's reporting client: metrics, trajectories, log lines and run status.
 
 Every report is written at once to the run's out directory (`metrics.jsonl`, `trajectories.jsonl`,
-`log.txt`, `status.json`), so an offline run leaves a complete record and a dashboard run leaves
-one too. With a `report_url` (the dashboard's `POST /api/v1/runs/<id>/ingest`), reports are also
-queued for one background sender thread, which:
+`log.txt`, `status.json`, and `phase.json`: what the run is doing now, its progress and ETA), so an
+offline run leaves a complete record and a dashboard run leaves one too. With a `report_url` (the
+dashboard's `POST /api/v1/runs/<id>/ingest`), reports are also queued for one background sender
+thread, which:
 
 - batches them: it sends what has queued every `flush_interval_s`, sooner when a batch gets big,
   and splits batches to stay under `max_batch_bytes`;
 - retries connection errors, 5xx and 429 with exponential backoff, and meanwhile moves everything
   unsent to an append-only spool file in the out directory, replayed in order once the dashboard
   answers again (memory stays bounded however long the outage);
+- sends the latest phase (`set_phase`) with the next batch, or on its own within `flush_interval_s`;
+  phases are coalesced, never queued or spooled: only where the run is now matters, so calling it
+  every SFT step costs a file write and no request;
 - sends an empty batch (a heartbeat) whenever `heartbeat_s` pass without a successful request, so
   a long step never looks dead; it is the sender's own loop rather than a second thread, so a
   heartbeat can never overtake the final status and find the run already finished;
@@ -25,6 +29,7 @@ so the dashboard ignores what a retry sends twice.
 
     with Reporter(out_dir, report_url=url, run_token=token) as reporter:
         reporter.set_status("running")
+        reporter.set_phase("sft", step, total_steps, eta_s=120.0)   # as often as you like
         reporter.log_metrics(step, {"accuracy": 0.5})
         reporter.log_trajectories(trajectories)   # trainer.contract.TrajectoryIn, built by the trainer
         if reporter.stopped_by_dashboard: ...
@@ -59,10 +64,12 @@ from trainer.contract import (
     MAX_CHECKPOINT,
     MAX_LOG_MESSAGE,
     MAX_METRIC_VALUES,
+    MAX_PHASE_DETAIL,
     MAX_STATUS_ERROR,
     METRIC_KEY_PATTERN,
     LogLineIn,
     MetricStepIn,
+    PhaseIn,
     RunStatus,
     StatusIn,
     TrajectoryIn,
@@ -75,6 +82,7 @@ METRICS_FILE = "metrics.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 LOG_FILE = "log.txt"
 STATUS_FILE = "status.json"
+PHASE_FILE = "phase.json"
 SPOOL_FILE = "report-spool.jsonl"
 
 Kind = Literal["metrics", "trajectories", "logs", "status"]
@@ -143,8 +151,9 @@ def _record(kind: Kind, line: str) -> bytes:
     return f"{kind}\t{line}\n".encode()
 
 
-def build_batch(records: Iterable[bytes]) -> bytes:
-    """The ingest payload of queued records; each record's JSON is spliced in without reparsing."""
+def build_batch(records: Iterable[bytes], phase: bytes | None = None) -> bytes:
+    """The ingest payload of queued records (and the latest phase's JSON); each record's JSON is
+    spliced in without reparsing."""
     parts: dict[str, list[bytes]] = {"metrics": [], "trajectories": [], "logs": []}
     status: bytes | None = None
     for record in records:
@@ -157,6 +166,8 @@ def build_batch(records: Iterable[bytes]) -> bytes:
     fields.append(b'"heartbeat":true')
     if status is not None:
         fields.append(b'"status":' + status)
+    if phase is not None:
+        fields.append(b'"phase":' + phase)
     return b"{" + b",".join(fields) + b"}"
 
 
@@ -333,6 +344,7 @@ class Reporter:
         self._lock = threading.Lock()
         self._seq = 0
         self._final_status: StatusIn | None = None
+        self._phase: bytes | None = None  # the latest phase not yet delivered (sender's lock)
         self._closed = False
         self._delivered: bool | None = None
         self._stopped = threading.Event()
@@ -408,6 +420,19 @@ class Reporter:
             self._final_status = item
         else:
             self._enqueue("status", _json(item))
+
+    def set_phase(self, name: str, done: int, total: int, eta_s: float | None = None, detail: str = "") -> None:
+        """Say what the run is doing now: one of trainer.contract.PHASES, `done` of `total` units,
+        the seconds it still needs if known (ValueError on anything the contract refuses). Cheap
+        enough for every step: it rewrites phase.json and replaces the phase waiting to be sent."""
+        eta = jsonable(eta_s) if eta_s is not None else None  # NaN or inf (no estimate yet): unknown
+        item = PhaseIn(name=name, done=done, total=total, eta_s=eta, detail=detail[:MAX_PHASE_DETAIL])
+        record = {**item.model_dump(mode="json"), "time": time.time()}
+        self._files.write(PHASE_FILE, _dumps(record) + "\n")
+        if self._thread is not None and not self._stopped.is_set() and not self._closed:
+            line = _json(item).encode()
+            with self._lock:
+                self._phase = line
 
     def close(self, timeout_s: float | None = None) -> bool:
         """Send everything still queued, then the final status; wait at most `timeout_s`.
@@ -548,10 +573,12 @@ class Reporter:
         self._retry_after_s = None
         for source in (self._spool, self._memory):
             while records := source.peek(self.max_batch_bytes, self.max_batch_items):
-                payload = build_batch(records)
+                phase = self._phase
+                payload = build_batch(records, phase)
                 response = self._post(payload)
                 if response.outcome == "ok":
                     source.advance(records)
+                    self._phase_delivered(phase)
                     self.sent_batches += 1
                 elif response.outcome == "retry":
                     self._retry_after_s = response.retry_after_s
@@ -576,7 +603,31 @@ class Reporter:
                 else:
                     self._stop(response)
                     return "stopped"
+        return self._send_phase()
+
+    def _send_phase(self) -> Literal["ok", "retry", "stopped"]:
+        """The latest phase on its own, when no batch has carried it."""
+        phase = self._phase
+        if phase is None:
+            return "ok"
+        response = self._post(build_batch([], phase))
+        if response.outcome == "retry":
+            self._retry_after_s = response.retry_after_s
+            return "retry"
+        if response.outcome in ("finished", "forbidden"):
+            self._stop(response)
+            return "stopped"
+        if response.outcome != "ok":  # built from the contract's own model: cannot happen, must not loop
+            self._diagnose("error", f"dashboard refused a phase ({response.code}), dropped: {response.detail}")
+        else:
+            self.sent_batches += 1
+        self._phase_delivered(phase)
         return "ok"
+
+    def _phase_delivered(self, phase: bytes | None) -> None:
+        with self._lock:
+            if self._phase is phase:  # unless a newer one came meanwhile
+                self._phase = None
 
     def _stop(self, response: _Response) -> None:
         if response.outcome == "finished":

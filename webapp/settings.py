@@ -203,6 +203,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "webapp.runs.models.RunStatus",
         "IngestStatusEnum": "trainer.contract.TRAINER_STATUSES",
+        "RunPhaseEnum": "trainer.contract.PHASES",
     },
 }
 

@@ -1,7 +1,7 @@
-// The run page: charts of every metric (headline first, then by '/' prefix), live status and logs.
-// Data: GET the metrics API (server-side downsampled) at load and on x-axis changes; the run
-// websocket's "metrics", "status" and "logs" events append live; while the socket is down a poll
-// of the run (and the metrics API when its last step moved) keeps the page current.
+// The run page: charts of every metric (headline first, then by '/' prefix), live status, the
+// trainer's phase and logs. Data: GET the metrics API (server-side downsampled) at load and on x-axis
+// changes; the run websocket's "metrics", "status", "phase" and "logs" events append live; while the
+// socket is down a poll of the run (and the metrics API when its last step moved) keeps the page current.
 (function () {
   const C = window.TirlabCharts;
   const page = JSON.parse(document.getElementById("run-page-data").textContent);
@@ -191,8 +191,58 @@
       });
     });
     setText("run-last-step", lastStep === null ? "—" : String(lastStep));
+    showPhase();
     addKeys(fresh);
     redraw();
+  }
+
+  // --- the trainer's phase ----------------------------------------------------------------------
+
+  // Before the first metric the phase line says what the trainer is doing (loading the model, the
+  // SFT cold start) and how far it has got; once metrics arrive the steps beside "Last step" do.
+  const phaseLabels = { loading: "Loading the model…", sft: "Cold start (SFT)", rl: "Training (RL)" };
+  let phase = JSON.parse(document.getElementById("run-phase-data").textContent);
+
+  function count(n) {
+    return Number(n).toLocaleString("en-US");
+  }
+
+  function timeLeft(seconds) {
+    if (seconds === null || seconds === undefined) return "";
+    if (seconds < 10) return "a few seconds left";
+    if (seconds < 60) return "about " + Math.round(seconds / 5) * 5 + " s left";
+    if (seconds < 3600) return "about " + Math.round(seconds / 60) + " min left";
+    const minutes = Math.round(seconds / 60);
+    return "about " + Math.floor(minutes / 60) + " h " + String(minutes % 60).padStart(2, "0") + " min left";
+  }
+
+  // A newer phase replaces the one shown; a poll answered after a websocket event may bring an older one.
+  function takePhase(next) {
+    if (next && (!phase || next.at >= phase.at)) phase = next;
+  }
+
+  function showPhase() {
+    const active = page.activeStatuses.indexOf(runStatus) >= 0;
+    const box = document.getElementById("run-phase");
+    box.hidden = !(active && phase && (phase.name !== "rl" || lastStep === null));
+    const eta = phase ? timeLeft(phase.eta_s) : "";
+    let steps = "";
+    if (active && phase && phase.name === "rl" && lastStep !== null) {
+      steps = "· " + count(phase.done) + " of " + count(phase.total) + " steps done" + (eta ? " · " + eta : "");
+    }
+    setText("run-step-progress", steps);
+    if (box.hidden) return;
+    setText("phase-label", phaseLabels[phase.name] || phase.name);
+    const bar = document.getElementById("phase-progress");
+    if (phase.name === "loading") {
+      setText("phase-text", "");
+      bar.removeAttribute("value"); // indeterminate: loading has no steps to count
+    } else {
+      setText("phase-text", "· step " + count(phase.done) + " of " + count(phase.total) + (eta ? " · " + eta : ""));
+      bar.max = phase.total;
+      bar.value = phase.done;
+    }
+    setText("phase-detail", phase.detail || "");
   }
 
   // --- status and logs --------------------------------------------------------------------------
@@ -210,6 +260,7 @@
     if (run.status) {
       runStatus = run.status;
       showLiveState();
+      showPhase();
       const badge = document.getElementById("run-status");
       badge.textContent = run.status;
       badge.className = "status " + run.status;
@@ -286,12 +337,14 @@
   async function poll() {
     const run = await C.fetchJson(page.runUrl);
     timings.polls += 1;
+    takePhase(run.phase);
     showStatus(run);
     addKeys(run.metric_keys || []);
     // Only forward: the websocket may have brought later steps while this request was under way.
     if (run.last_step !== null && (lastStep === null || run.last_step > lastStep)) {
       lastStep = run.last_step;
       setText("run-last-step", String(lastStep));
+      showPhase();
       // Re-read what is on screen; charts further down re-read when scrolled to.
       const onScreen = keys.filter(function (key) {
         const chart = charts[key];
@@ -309,7 +362,9 @@
     if (event.event === "metrics") appendSteps(event.data.steps || []);
     else if (event.event === "status") showStatus(event.data);
     else if (event.event === "logs") appendLines(event.data.lines || []);
+    else if (event.event === "phase") { takePhase(event.data); showPhase(); }
     else if (event.event === "snapshot") {
+      takePhase(event.data.phase);
       showStatus(event.data);
       // Steps reported while the socket was down: read them from the API.
       if (event.data.last_step !== null && (lastStep === null || event.data.last_step > lastStep)) poll();
@@ -353,6 +408,7 @@
   // The page's figures (render times, draws) and its event handler, for benchmarks and tests.
   timings.handleEvent = onEvent;
   document.querySelectorAll("#charts .js-only").forEach(function (el) { el.hidden = false; });
+  showPhase();
   buildLayout();
   loadAll().catch(function (err) { setText("live-state", "could not load metrics: " + err.message); });
   TirlabLive.connect(page.wsPath, {

@@ -12,9 +12,11 @@ from trainer.contract import (
     MAX_METRIC_STEPS,
     MAX_TRAJECTORIES,
     MAX_TURNS,
+    PHASES,
     TRAINER_STATUSES,
     IngestBatch,
     MetricKey,
+    PhaseIn,
     RunStatus,
     StatusIn,
     TrajectoryIn,
@@ -117,3 +119,28 @@ def test_a_reward_must_be_a_finite_number():
     for reward in (float("nan"), float("inf"), True, "1"):
         with pytest.raises(ValidationError, match="reward"):
             TrajectoryIn.model_validate({**TRAJECTORY, "reward": reward})
+
+
+def test_a_run_loads_then_cold_starts_then_trains():
+    assert PHASES == ("loading", "sft", "rl")
+
+
+def test_a_phase_is_done_of_total_with_an_optional_eta():
+    phase = IngestBatch.model_validate({"phase": {"name": "sft", "done": 1500, "total": 1500, "eta_s": 0}}).phase
+    assert (phase.name, phase.done, phase.total, phase.eta_s, phase.detail) == ("sft", 1500, 1500, 0.0, "")
+    assert IngestBatch.model_validate({}).phase is None
+
+
+@pytest.mark.parametrize(
+    "phase",
+    [
+        {"name": "sft", "done": 1501, "total": 1500},
+        {"name": "rl", "done": 0, "total": 0},
+        {"name": "rl", "done": True, "total": 20},
+        {"name": "rl", "done": 1, "total": 20, "eta_s": float("inf")},
+        {"name": "finetune", "done": 0, "total": 1},
+    ],
+)
+def test_a_phase_past_its_total_or_out_of_the_contract_is_refused(phase):
+    with pytest.raises(ValidationError):
+        PhaseIn.model_validate(phase)

@@ -166,6 +166,8 @@ class _Silent:
     def log(self, message, level="info"):
         pass
 
+    def set_phase(self, name, done, total, eta_s=None, detail=""):
+        pass
 
 
 def _trainer(model: Path, out: Path, grpo: dict | None = None, **optim) -> Trainer:

@@ -21,7 +21,15 @@ from trainer.contract import (
     RunStatus,
     TrajectoryIn,
 )
-from trainer.report import LOG_FILE, METRICS_FILE, SPOOL_FILE, STATUS_FILE, TRAJECTORIES_FILE, Reporter
+from trainer.report import (
+    LOG_FILE,
+    METRICS_FILE,
+    PHASE_FILE,
+    SPOOL_FILE,
+    STATUS_FILE,
+    TRAJECTORIES_FILE,
+    Reporter,
+)
 
 TOKEN = "tlr_test-token"
 # Fast enough that the whole file runs in a few seconds on two cores.
@@ -401,3 +409,97 @@ def test_log_sequence_numbers_keep_increasing_across_processes(tmp_path):
     with Reporter(tmp_path) as second:
         second.log("c")
         assert second._seq > seq_a  # a resumed trainer's lines are new lines, not retries of old ones
+
+
+def phases(dashboard: Dashboard) -> list[dict[str, Any]]:
+    return [batch["phase"] for batch in dashboard.accepted() if "phase" in batch]
+
+
+def test_phases_are_coalesced_so_only_the_latest_is_sent_with_the_next_batch(tmp_path, dashboard):
+    rep = reporter(tmp_path, dashboard, flush_interval_s=5.0)  # nothing goes out before close()
+    wait_for(lambda: len(dashboard.requests) == 1)  # but the heartbeat a reporter starts with
+    for step in range(1, 1501):  # an SFT loop reporting every step
+        rep.set_phase("sft", step, 1500, eta_s=(1500 - step) * 0.4)
+    rep.set_phase("rl", 0, 20)
+    rep.log_metrics(0, {"accuracy": 0.5})
+    assert rep.close(5.0) is True
+    (batch,) = [r["batch"] for r in dashboard.data_requests()]
+    assert batch["phase"] == {"name": "rl", "done": 0, "total": 20, "detail": ""}
+    assert [m["step"] for m in batch["metrics"]] == [0]
+
+
+def test_a_phase_goes_out_on_its_own_within_the_flush_interval(tmp_path, dashboard):
+    with reporter(tmp_path, dashboard, flush_interval_s=0.05) as rep:
+        rep.set_phase("loading", 0, 1, detail="SmolLM2-135M-Instruct")
+        wait_for(lambda: phases(dashboard) != [], timeout_s=2.0)
+    assert phases(dashboard) == [{"name": "loading", "done": 0, "total": 1, "detail": "SmolLM2-135M-Instruct"}]
+
+
+def test_a_phase_set_during_an_outage_arrives_once_the_dashboard_answers(tmp_path, dashboard):
+    rep = reporter(tmp_path, dashboard)
+    dashboard.stop()
+    rep.set_phase("sft", 1, 10)
+    rep.set_phase("sft", 7, 10, eta_s=3.0)
+    time.sleep(0.2)  # a few refused connections
+    assert not (tmp_path / SPOOL_FILE).exists() or b"phase" not in (tmp_path / SPOOL_FILE).read_bytes()
+    dashboard.start()
+    wait_for(lambda: phases(dashboard) != [])
+    assert rep.close(5.0) is True
+    assert phases(dashboard) == [{"name": "sft", "done": 7, "total": 10, "eta_s": 3.0, "detail": ""}]
+
+
+def test_the_phase_is_written_to_the_out_dir_offline(tmp_path):
+    with Reporter(tmp_path) as rep:
+        rep.set_phase("loading", 0, 1, detail="tirlab/tiny-math")
+        rep.set_phase("sft", 340, 1500, eta_s=math.nan, detail="loss 0.12")  # no estimate yet
+        phase = json.loads((tmp_path / PHASE_FILE).read_text())
+    assert {k: phase[k] for k in ("name", "done", "total", "eta_s", "detail")} == {
+        "name": "sft",
+        "done": 340,
+        "total": 1500,
+        "eta_s": None,
+        "detail": "loss 0.12",
+    }
+    assert phase["time"] == pytest.approx(time.time(), abs=60)
+
+
+@pytest.mark.parametrize(
+    "name, done, total, eta_s",
+    [("warmup", 0, 1, None), ("sft", 11, 10, None), ("sft", -1, 10, None), ("rl", 0, 0, None), ("rl", 1, 2, -5.0)],
+)
+def test_a_phase_the_contract_refuses_is_refused_at_once(tmp_path, name, done, total, eta_s):
+    with Reporter(tmp_path) as rep, pytest.raises(ValueError):
+        rep.set_phase(name, done, total, eta_s=eta_s)
+
+
+def test_a_training_run_reports_its_rl_steps_as_a_phase_with_an_eta(tmp_path, random_tiny):
+    from tests.model_cache import MODEL_CACHE
+    from trainer.config import validate_config
+    from trainer.train import run_training
+
+    config = {
+        "model": {"name_or_path": str(random_tiny)},
+        "data": {"train_dataset": "arithmetic", "prompt_template": "plain", "max_response_tokens": 16},
+        "rollout": {"prompts_per_step": 2, "group_size": 2, "trajectories_to_report": 0},
+        "schedule": {"max_steps": 2},
+    }
+    seen: list[dict[str, Any]] = []
+    with Reporter(tmp_path) as rep:
+        record = rep.set_phase
+
+        def spy(*args: Any, **kwargs: Any) -> None:
+            record(*args, **kwargs)
+            seen.append(json.loads((tmp_path / PHASE_FILE).read_text()))
+
+        rep.set_phase = spy
+        run_training(
+            validate_config(config), reporter=rep, out_dir=tmp_path, model_cache=MODEL_CACHE, log=lambda _: None
+        )
+    assert [(p["name"], p["done"], p["total"]) for p in seen] == [
+        ("loading", 0, 1),
+        ("rl", 0, 2),
+        ("rl", 1, 2),
+        ("rl", 2, 2),
+    ]
+    assert seen[0]["detail"] == str(random_tiny)[-200:]
+    assert seen[2]["eta_s"] > 0 and seen[3]["eta_s"] == 0

@@ -138,3 +138,18 @@ async def test_events_are_not_sent_when_the_transaction_rolls_back(owner):
         await database_sync_to_async(transition_then_fail)()
     assert await communicator.receive_nothing(timeout=0.5)
     await communicator.disconnect()
+
+
+async def test_run_socket_receives_the_trainers_phase(owner):
+    run, token = await database_sync_to_async(run_create)(user=owner, name="cold start", config={}, managed=False)
+    communicator, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert (await communicator.receive_json_from(timeout=5))["data"]["phase"] is None  # the snapshot
+    phase = {"name": "sft", "done": 340, "total": 1500, "eta_s": 120.0, "detail": "loss 0.31"}
+    assert await database_sync_to_async(post_ingest)(run.pk, token, {"phase": phase}) == 200
+    event = await receive_event(communicator, "phase")
+    assert {key: event["data"][key] for key in phase} == phase and event["data"]["at"].startswith("20")
+    await communicator.disconnect()
+    # A page that connects later finds it in the snapshot.
+    communicator, _ = await connect(f"/ws/runs/{run.pk}/", owner)
+    assert (await communicator.receive_json_from(timeout=5))["data"]["phase"]["done"] == 340
+    await communicator.disconnect()

@@ -31,7 +31,7 @@ class RunListConsumer(AsyncJsonWebsocketConsumer):
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
-    """Metric steps, trajectory summaries, status changes and log lines of one run."""
+    """Metric steps, trajectory summaries, status changes, the trainer's phase and log lines of one run."""
 
     async def connect(self) -> None:
         user = self.scope.get("user")

@@ -27,6 +27,7 @@ def run_list_item(run: Run) -> dict[str, Any]:
         "experiment": run.experiment_id,
         "last_step": run.last_step,
         "summary": run.summary,
+        "phase": run.phase,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
 

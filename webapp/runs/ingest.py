@@ -233,6 +233,10 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
         if batch.status is not None and batch.status.checkpoint:
             run.checkpoint_path = batch.status.checkpoint
             fields.append("checkpoint_path")
+        if batch.phase is not None:
+            # The latest wins; stamped with when it came, so a reader can tell how old its ETA is.
+            run.phase = {**batch.phase.model_dump(mode="json"), "at": now.isoformat()}
+            fields.append("phase")
         run.save(update_fields=fields)
 
         events: list[tuple[str, dict[str, Any]]] = []
@@ -242,6 +246,8 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
             events.append(("trajectories", {"trajectories": trajectories}))
         if logs:
             events.append(("logs", {"lines": logs}))
+        if batch.phase is not None:
+            events.append(("phase", run.phase))
         publish_run_events(run, events, list_event="run.updated" if metric_rows else None)
         for status in plan:
             error = batch.status.error if batch.status is not None and status == batch.status.status else ""

@@ -71,6 +71,12 @@ class Run(models.Model):
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
     parent_relation = models.CharField(max_length=8, blank=True, choices=[("fork", "fork"), ("resume", "resume")])
     checkpoint_path = models.CharField(max_length=contract.MAX_CHECKPOINT, blank=True)
+    phase = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The trainer's latest phase (trainer.contract.PhaseIn: loading, sft or rl, done of total, "
+        "ETA) and when it was received; null until its trainer reports one.",
+    )
     archived = models.BooleanField(default=False, help_text="Hidden from the runs list unless asked for.")
 
     objects = OwnedQuerySet.as_manager()

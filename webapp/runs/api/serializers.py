@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from trainer.contract import INT_MAX, MAX_PHASE_DETAIL, PHASES
 from webapp.core.filters import BooleanParam
 from webapp.rewards.models import RewardConfig
 from webapp.runs.models import Experiment, Run, RunLogLine, RunStatus, Trajectory
@@ -23,8 +24,26 @@ class ExperimentSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "owner", "created_at", "updated_at"]
 
 
+class RunPhaseSerializer(serializers.Serializer):
+    """The trainer's latest phase as stored from its ingest (trainer.contract.PhaseIn), and when it came."""
+
+    name = serializers.ChoiceField(choices=PHASES, help_text="loading (the model, data, engine), sft or rl.")
+    done = serializers.IntegerField(min_value=0, max_value=INT_MAX, help_text="Units of the phase done so far.")
+    total = serializers.IntegerField(min_value=1, max_value=INT_MAX, help_text="Units the phase has in all.")
+    eta_s = serializers.FloatField(
+        min_value=0, allow_null=True, help_text="Seconds the phase still needed when reported, if known."
+    )
+    detail = serializers.CharField(max_length=MAX_PHASE_DETAIL, allow_blank=True)
+    at = serializers.DateTimeField(help_text="When the dashboard received it.")
+
+
 class RunSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
+    phase = RunPhaseSerializer(
+        read_only=True,
+        allow_null=True,
+        help_text="What the trainer reported doing last, with its progress; null until it reports a phase.",
+    )
     queue_position = serializers.SerializerMethodField(
         help_text="1-based place in the launch queue while the run is queued, else null."
     )
@@ -73,6 +92,7 @@ class RunSerializer(serializers.ModelSerializer):
             "checkpoint_path",
             "resume_from",
             "archived",
+            "phase",
         ]
         read_only_fields = fields
 

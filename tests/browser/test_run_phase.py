@@ -1,0 +1,64 @@
+"""The run page shows the trainer's phase (loading, SFT cold start) until its first metric, live."""
+
+import time
+
+import pytest
+
+from tests.browser._helpers import assert_readable_in_both_themes, in_thread, log_in, screenshot, toggle_theme
+from trainer.report import Reporter
+from webapp.runs.ingest import ingest_batch
+from webapp.runs.models import Run
+from webapp.runs.services import run_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_for_phase(run: Run, name: str) -> None:
+    deadline = time.monotonic() + 10
+    while (Run.objects.get(pk=run.pk).phase or {}).get("name") != name:
+        assert time.monotonic() < deadline, f"phase {name} not stored"
+        time.sleep(0.05)
+
+
+def test_the_phase_bar_follows_the_trainer_from_loading_to_its_first_metric(page, live_server, researcher, tmp_path):
+    run, token = in_thread(run_create, user=researcher, name="quickstart", config={}, managed=False)
+    # The real trainer's reporter, posting to the real ingest endpoint; the page polls (no websocket here).
+    url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
+    with Reporter(tmp_path, report_url=url, run_token=token, flush_interval_s=0.1) as reporter:
+        reporter.set_status("running")
+        reporter.set_phase("loading", 0, 1, detail="tirlab/tiny-math")
+        wait_for_phase(run, "loading")
+        log_in(page, live_server, f"/runs/{run.pk}/", wait_for="#run-phase:not([hidden])")
+        assert page.inner_text("#phase-label") == "Loading the model…"
+        assert page.inner_text("#phase-detail") == "tirlab/tiny-math"
+        assert page.get_attribute("#phase-progress", "value") is None  # indeterminate
+
+        reporter.set_phase("sft", 340, 1500, eta_s=118.0, detail="loss 0.31")
+        page.wait_for_function("document.getElementById('phase-text').textContent.includes('340')", timeout=10_000)
+        assert page.inner_text("#phase-label") == "Cold start (SFT)"
+        assert page.inner_text("#phase-text") == "· step 340 of 1,500 · about 2 min left"
+        assert page.eval_on_selector("#phase-progress", "bar => [bar.value, bar.max]") == [340, 1500]
+        assert_readable_in_both_themes(page, "#phase-label", "#phase-text", "#phase-detail")
+        screenshot(page, "run_page_cold_start.png")
+        toggle_theme(page)
+        screenshot(page, "run_page_cold_start_dark.png")
+
+        reporter.set_phase("rl", 0, 20)
+        reporter.log_metrics(0, {"accuracy": 0.25})
+        reporter.set_phase("rl", 1, 20, eta_s=38.0)
+        # The first metric: the bar gives way to the charts, and the step count sits beside "Last step".
+        page.wait_for_function(
+            "document.getElementById('run-step-progress').textContent.includes('1 of 20')", timeout=10_000
+        )
+        assert page.is_hidden("#run-phase")
+        assert page.inner_text("#run-last-step") == "0"
+        assert page.inner_text("#run-step-progress") == "· 1 of 20 steps done · about 40 s left"
+
+
+def test_a_finished_run_shows_no_phase(page, live_server, researcher):
+    run, token = in_thread(run_create, user=researcher, name="stopped in its cold start", config={}, managed=False)
+    phase = {"name": "sft", "done": 200, "total": 1500, "eta_s": 300.0}
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload={"phase": phase, "status": {"status": "cancelled"}})
+    log_in(page, live_server, f"/runs/{run.pk}/", wait_for="#run-status")
+    page.wait_for_function("window.tirlabRunPage !== undefined")
+    assert page.is_hidden("#run-phase") and page.inner_text("#run-step-progress") == ""
