@@ -23,10 +23,21 @@ check compares the trajectories with the sync loop's: they must be identical for
 policy; for the sampled model, batch composition can change floating-point sums and with them a
 sample, so the table reports how many were identical.
 
+For the cost model the table also gives each loop's longest chain: the most time one of its
+trajectories needs on its own (its decode steps at the model's step cost plus its tool calls as
+they ran), which no scheduler of one batch can beat; sync / chain is the most a loop could gain.
+
+`--train-s X` adds training steps to the cost case (`--steps` of them, each a rollout then an update
+of X seconds, a sleep like the cost model's GPU time): the sync loop then training, the async loop
+then training, and the async loop one step off-policy (trainer.async_rollout's RolloutPipeline:
+step k+1's rollout runs while step k trains). It prints the median step time of each and its ratio
+to the sync one.
+
     .venv/bin/python bench/rollout.py                      # both cases, 3 repeats
     .venv/bin/python bench/rollout.py --cases cost         # only the cost model
     .venv/bin/python bench/rollout.py --quick              # smoke check: small cost-model run (~15 s)
     .venv/bin/python bench/rollout.py --cases hf --model-cache /tmp/qs/models --repeats 9
+    .venv/bin/python bench/rollout.py --cases cost --repeats 1 --train-s 14 --steps 4
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sandbox  # noqa: E402 - after the path set-up above
 from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy  # noqa: E402
 from bench._sync_rollout import sync_rollout  # noqa: E402
+from trainer.async_rollout import RolloutPipeline  # noqa: E402
 from trainer.config import TINY_MODEL  # noqa: E402
 from trainer.data import load_dataset  # noqa: E402
 from trainer.engines.base import Engine, Tokenizer  # noqa: E402
@@ -84,6 +96,7 @@ class Case:
     loops: tuple[str, ...]
     exact: bool  # every loop must produce the baseline's trajectories exactly
     warm_up: bool = False  # one untimed run of each loop first (torch's first calls are slow)
+    step_s: float | None = None  # the cost model's seconds per decode step: gives the longest chain
 
 
 def arithmetic_prompts(tokenizer: Tokenizer, count: int, group_size: int, *, seed: int) -> list[list[int]]:
@@ -134,6 +147,7 @@ def cost_case(trajectories: int, cost: CostModel, policy: ScriptedPolicy, *, see
         settings=RolloutSettings(protocol="python_markdown", max_tool_calls=policy.max_calls, max_response_tokens=4096),
         loops=LOOPS,
         exact=True,
+        step_s=cost.step_s,
     )
 
 
@@ -152,6 +166,14 @@ def run_loop(loop: str, case: Case, seed: int) -> RolloutResult:
     return result
 
 
+def longest_chain(result: RolloutResult, step_s: float) -> float:
+    """The most time one trajectory needs on its own: its decode steps and its tool calls."""
+    return max(
+        t.completion.response_tokens * step_s + sum(e.duration_ms for e in t.completion.executions) / 1000
+        for t in result.trajectories
+    )
+
+
 def identical(a: RolloutResult, b: RolloutResult) -> int:
     return sum(
         x.completion.text == y.completion.text and x.response_ids == y.response_ids and x.loss_mask == y.loss_mask
@@ -167,13 +189,20 @@ class Row:
     loop: str
     results: list[RolloutResult]
     same_as_sync: list[int]
+    step_s: float | None = None
 
     def median(self, field: str) -> float:
         return statistics.median(getattr(r, field) for r in self.results)
 
+    def chain(self) -> float | None:
+        """Median longest chain (cost model only)."""
+        if self.step_s is None:
+            return None
+        return statistics.median(longest_chain(r, self.step_s) for r in self.results)
+
 
 def measure(case: Case, repeats: int, seed: int) -> list[Row]:
-    rows = {loop: Row(case.name, loop, [], []) for loop in case.loops}
+    rows = {loop: Row(case.name, loop, [], [], case.step_s) for loop in case.loops}
     if case.warm_up:
         for loop in case.loops:
             run_loop(loop, case, seed + 1_000_000)
@@ -202,9 +231,9 @@ def print_table(rows: Sequence[Row], repeats: int) -> None:
     print(f"loadavg(after)={os.getloadavg()[0]:.2f} repeats={repeats} (medians)")
     print(
         "| case | loop | wall s | gen s | tool s | sync/loop | engine calls | tool calls | model tokens "
-        "| identical to sync |"
+        "| longest chain s | identical to sync |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     sync_wall = {row.case: row.median("wall_s") for row in rows if row.loop == "sync"}
     for row in rows:
         work = [Work.of(r) for r in row.results]
@@ -214,11 +243,71 @@ def print_table(rows: Sequence[Row], repeats: int) -> None:
             f"| {statistics.median(len(r.batch_sizes) for r in row.results):g} "
             f"| {statistics.median(w.tool_calls for w in work):g} "
             f"| {statistics.median(w.model_tokens for w in work):g} "
+            f"| {'—' if row.chain() is None else f'{row.chain():.2f}'} "
             f"| {sum(row.same_as_sync)}/{sum(w.trajectories for w in work)} |"
         )
     for row in rows:
         if row.loop != "sync":
             print(f"sync/{row.loop} {row.case}: x{sync_wall[row.case] / row.median('wall_s'):.2f}")
+    for row in rows:
+        chain = row.chain()
+        if row.loop != "sync" and chain is not None:
+            # No loop ends before its longest chain: sync / chain is the most this loop could reach.
+            print(
+                f"{row.loop} wall / its longest chain {row.case}: x{row.median('wall_s') / chain:.2f} "
+                f"(sync/chain x{sync_wall[row.case] / chain:.2f})"
+            )
+
+
+# The baseline first: ToRL's and verl's loop, a synchronous rollout and then the update.
+TRAINING_LOOPS = ("sync, then train", "async, then train", "async, one step off")
+
+
+def training_steps(loop: str, case: Case, steps: int, train_s: float, seed: int) -> tuple[list[float], list[Work]]:
+    """The seconds of each of `steps` training steps (step k's rollout seeded seed + k, then an
+    update of `train_s` seconds) and the work of each step's rollout."""
+
+    def roll(step: int) -> RolloutResult:
+        return run_loop("sync" if loop == "sync, then train" else "async", case, seed + step)
+
+    durations, works = [], []
+    pipeline = RolloutPipeline(roll) if loop == "async, one step off" else None
+    try:
+        for step in range(steps):
+            started = time.perf_counter()
+            if pipeline is None:
+                result = roll(step)
+            else:
+                result, _ = pipeline.take(step)
+                if step + 1 < steps:
+                    pipeline.start(step + 1)
+            time.sleep(train_s)  # the update, a GPU's time as the cost model's generation is
+            durations.append(time.perf_counter() - started)
+            works.append(Work.of(result))
+    finally:
+        if pipeline is not None:
+            pipeline.close()
+    return durations, works
+
+
+def measure_training(case: Case, steps: int, train_s: float, seed: int) -> None:
+    """Print each training loop's median step time and its ratio to the synchronous loop's."""
+    measured = {}
+    for loop in TRAINING_LOOPS:
+        measured[loop] = training_steps(loop, case, steps, train_s, seed)
+        print(f"{case.name} {loop}: steps {[round(d, 2) for d in measured[loop][0]]}", file=sys.stderr)
+        if case.exact and measured[loop][1] != measured[TRAINING_LOOPS[0]][1]:
+            raise RuntimeError(f"{case.name}: {loop} rolled out different work from {TRAINING_LOOPS[0]}")
+    print(f"training steps: {steps} per loop, update {train_s:g} s each (medians of the step times)")
+    print("| case | loop | step s | all steps s | sync/loop |")
+    print("|---|---|---:|---:|---:|")
+    base = statistics.median(measured[TRAINING_LOOPS[0]][0])
+    for loop, (durations, _) in measured.items():
+        step = statistics.median(durations)
+        print(f"| {case.name} | {loop} | {step:.2f} | {sum(durations):.1f} | x{base / step:.2f} |")
+    for loop, (durations, _) in measured.items():
+        if loop != TRAINING_LOOPS[0]:
+            print(f"{TRAINING_LOOPS[0]}/{loop} {case.name}: x{base / statistics.median(durations):.2f}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -280,6 +369,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="concurrent sandbox executions (TIRLAB_SANDBOX_WORKERS; the default pool's 4 per core "
         "would queue a 128-trajectory batch's calls behind each other in both loops)",
     )
+    parser.add_argument(
+        "--train-s", type=float, default=0.0, help="cost case: also time training steps with an update of this many s"
+    )
+    parser.add_argument("--steps", type=int, default=4, help="training steps per loop with --train-s")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.quick:
@@ -318,6 +411,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"# {cases[-1].name}: ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     rows = [row for case in cases for row in measure(case, args.repeats, args.seed)]
     print_table(rows, args.repeats)
+    if args.train_s > 0:
+        for case in cases:
+            if case.step_s is not None:
+                measure_training(case, args.steps, args.train_s, args.seed)
     return 0
 
 

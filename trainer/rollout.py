@@ -44,8 +44,14 @@ from trainer.protocols import Feedback, FeedbackStyle, Protocol, get_protocol
 from trainer.trajectory import Completion, ToolExecution
 
 NO_CODE_OUTPUT = "SyntaxError: no complete code block"
+# How often a rollout with a `stop` event looks at it while every trajectory waits on a tool call.
+STOP_POLL_S = 0.05
 
 _rollout_ids = itertools.count()
+
+
+class RolloutStopped(Exception):
+    """The caller set the rollout's `stop` event: it ended early, its trajectories dropped."""
 
 
 class CodeRunner(TypingProtocol):
@@ -141,8 +147,10 @@ class _Batcher:
     generation (bench/rollout.py measures the difference).
     """
 
-    def __init__(self, engine: Engine, *, continuous: bool = True) -> None:
+    def __init__(self, engine: Engine, *, continuous: bool = True, stop: threading.Event | None = None) -> None:
         self.engine = engine
+        # Once set, the engine call running ends at its next decode step (its `admit` raises).
+        self.stop = stop
         self.pending: list[tuple[GenerationRequest, asyncio.Future[GenerationOutput]]] = []
         # `pending` is filled on the event loop and drained by `admit` on the engine's worker thread.
         self.lock = threading.Lock()
@@ -169,6 +177,8 @@ class _Batcher:
         over what is pending; the joiners' futures take the call's next indices."""
 
         def admit() -> list[GenerationRequest]:
+            if self.stop is not None and self.stop.is_set():
+                raise RolloutStopped("the rollout was stopped")
             joining = self._take()
             futures.extend(future for _, future in joining)
             self.admitted += len(joining)
@@ -424,6 +434,7 @@ async def arollout(
     seed: int | None = None,
     run_code: CodeRunner | None = None,
     first_index: int = 0,
+    stop: threading.Event | None = None,
 ) -> RolloutResult:
     """Roll out one response per prompt (repeat a prompt G times for a GRPO group).
 
@@ -431,27 +442,36 @@ async def arollout(
     None draws from torch's generator inside the engine. `run_code` executes tool calls
     (default `sandbox.arun`). `first_index` is the place of `prompts[0]` in a larger rollout split
     over several calls (trainer.ray_rollout's replicas): each trajectory's seed follows its place
-    there, so the split samples exactly what one call would.
+    there, so the split samples exactly what one call would. `stop`, set from another thread (a
+    closing trainer.async_rollout pipeline), ends the rollout with RolloutStopped: the trajectories
+    are cancelled and a continuously batched engine call ends at its next decode step.
     """
     rollout_id = next(_rollout_ids)
-    batcher = _Batcher(engine, continuous=settings.continuous_batching)
+    batcher = _Batcher(engine, continuous=settings.continuous_batching, stop=stop)
     clock = _Clock()
     batch_task = asyncio.create_task(batcher.run())
     tasks = [
         asyncio.create_task(_trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i), run_code))
         for i, p in enumerate(prompts, start=first_index)
     ]
+    watcher = asyncio.create_task(_cancel_on(stop, tasks)) if stop is not None else None
     try:
         trajectories = await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        if stop is not None and stop.is_set():
+            raise RolloutStopped("the rollout was stopped") from None
+        raise
     finally:
         # After a failure the other trajectories would wait forever on a batcher that is gone.
         for task in tasks:
             task.cancel()
-        batch_task.cancel()
-        try:
-            await batch_task
-        except asyncio.CancelledError:
-            pass
+        for task in (batch_task, watcher):
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
     return RolloutResult(
         trajectories=list(trajectories),
         wall_s=clock.now(),
@@ -461,8 +481,21 @@ async def arollout(
     )
 
 
+async def _cancel_on(stop: threading.Event, tasks: list[asyncio.Task[Trajectory]]) -> None:
+    """Cancel the rollout's trajectories once `stop` is set (looked at every STOP_POLL_S)."""
+    while not stop.is_set():
+        await asyncio.sleep(STOP_POLL_S)
+    for task in tasks:
+        task.cancel()
+
+
 def rollout(
-    engine: Engine, prompts: Sequence[Sequence[int]], settings: RolloutSettings, *, seed: int | None = None
+    engine: Engine,
+    prompts: Sequence[Sequence[int]],
+    settings: RolloutSettings,
+    *,
+    seed: int | None = None,
+    stop: threading.Event | None = None,
 ) -> RolloutResult:
     """`arollout` on a fresh event loop, for synchronous callers such as the training loop."""
-    return asyncio.run(arollout(engine, prompts, settings, seed=seed))
+    return asyncio.run(arollout(engine, prompts, settings, seed=seed, stop=stop))
