@@ -126,6 +126,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cold_start.set_defaults(handler=_cold_start)
 
+    traces = commands.add_parser(
+        "sft-traces",
+        help="write one of tirlab's built-in SFT trace sets as JSONL, the format sft.dataset reads",
+        description="Write a built-in SFT trace set (trainer.sft_data.BUILTIN_TRACES) as JSONL: one trace per "
+        "line, the format a file named by sft.dataset takes (see trainer/sft_data.py).",
+    )
+    traces.add_argument("name", help="built-in trace set, e.g. tiny-cold-start, retool-mini-sft")
+    traces.add_argument("--out", type=Path, metavar="FILE", help="write here (default: standard output)")
+    traces.add_argument("--rows", type=int, metavar="N", help="only the first N traces")
+    traces.set_defaults(handler=partial(_sft_traces, traces))
+
     prompts = commands.add_parser(
         "prompts",
         help="print the exact prompt text the first rows of a dataset give under a run config",
@@ -203,6 +214,25 @@ def _cold_start(args: argparse.Namespace) -> int:
         print(json.dumps(json.loads((shipped / SHIPPED_REPORT).read_text())))
         return 0
     print(json.dumps(cold_start_report(seed=args.seed, eval_size=args.eval_size, out=args.out)))
+    return 0
+
+
+def _sft_traces(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from trainer.sft_data import SFTDataError, builtin_trace_rows
+
+    if args.rows is not None and args.rows < 1:
+        parser.error("--rows must be at least 1")
+    try:
+        rows = builtin_trace_rows(args.name)
+    except SFTDataError as exc:
+        parser.error(str(exc))
+    lines = "".join(json.dumps(row, separators=(",", ":")) + "\n" for row in rows[: args.rows])
+    if args.out is None:
+        sys.stdout.write(lines)
+    else:
+        partial_file = args.out.with_name(args.out.name + ".partial")
+        partial_file.write_text(lines)
+        partial_file.replace(args.out)
     return 0
 
 

@@ -17,6 +17,12 @@ from trainer.rewards import REWARD_NAMES, validate_reward_params
 from trainer.rewards.params import FieldErrors, field_errors
 
 TINY_MODEL = "tirlab/tiny-char"
+# The same architecture and tokenizer, randomly initialised: what the tiny model's cold start starts from.
+TINY_INIT_MODEL = "tirlab/tiny-char-init"
+TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL)
+# Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
+# because the dashboard validates configs with this module without loading the trainer.
+BUILTIN_SFT_TRACES = {"tiny-cold-start": "python_markdown", "retool-mini-sft": "retool"}
 # A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
 DATASET_REF_PREFIX = "dataset:"
 
@@ -35,9 +41,20 @@ class ModelConfig(_Section):
     name_or_path: str = Field(
         TINY_MODEL,
         min_length=1,
-        description=f"'{TINY_MODEL}' (tiny CPU model), 'smollm2-135m-instruct', a local HF directory or a hub id.",
+        description=(
+            f"'{TINY_MODEL}' (tiny CPU model, shipped cold-started for arithmetic tool use), '{TINY_INIT_MODEL}' "
+            "(the same model randomly initialised: give it an SFT cold start), 'smollm2-135m-instruct', a local HF "
+            "directory or a hub id."
+        ),
     )
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Weight and compute dtype.")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description=(
+            "Where the policy trains, and with engine 'hf' also generates: 'auto' is the GPU when one is visible, "
+            "else the CPU. Engine 'vllm' always trains on the GPU it generates on."
+        ),
+    )
 
 
 class DataConfig(_Section):
@@ -146,7 +163,12 @@ class RolloutConfig(_Section):
     temperature: float = Field(1.0, ge=0, description="Sampling temperature; 0 is greedy.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling probability mass.")
     async_rollouts: bool = Field(
-        True, description="Generate the next step's rollouts while the current step trains (SkyRL async)."
+        False,
+        description=(
+            "One step off-policy (SkyRL-style): step t+1 is rolled out, by a copy of the weights step t starts "
+            "from, while step t trains; the importance ratio is taken against that copy's log-probs "
+            "(async/staleness 1 from the second step on). False: sample, then train (verl)."
+        ),
     )
     trajectories_to_report: int = Field(
         2, ge=0, description="Whole GRPO groups whose trajectories are reported per step."
@@ -223,7 +245,9 @@ class GRPOConfig(_Section):
 
 
 class FilterConfig(_Section):
-    """Which GRPO groups are kept for training."""
+    """Which rollouts are trained on: whole GRPO groups, then single samples of the kept groups
+    (ZeroTIR's replay filters; trainer.filters says how a dropped sample still counts in its
+    group's advantage baseline). Each rule's drop count is a `filter/...` metric of the step."""
 
     drop_all_same_reward: bool = Field(
         False, description="Drop groups whose responses all got the same reward (zero advantage)."
@@ -237,6 +261,41 @@ class FilterConfig(_Section):
     max_resample_batches: int = Field(
         0, ge=0, description="Extra rollout batches sampled per step to refill groups that were dropped."
     )
+    drop_truncated_unsolved: bool = Field(
+        False,
+        description=(
+            "Leave out of the loss each sample cut at max_response_tokens that is not correct (ZeroTIR's "
+            "overlong filter); it still counts in its group's advantage baseline and accuracy."
+        ),
+    )
+    repeatness_max: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=(
+            "Leave out of the loss each sample with no accepted answer (not correct, and the reward found no "
+            "answer) whose repeatness is above this: the share of its substring occurrences, tool outputs "
+            "included, that repeat another (ZeroTIR's suffix-array score; ZeroTIR: 0.2). None: not checked."
+        ),
+    )
+    trigram_repetition_max: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=(
+            "Leave out of the loss each sample with no accepted answer whose share of repeated word 3-grams "
+            "(1 - distinct / all) is above this (ZeroTIR: 0.6; a sample over either this or repeatness_max "
+            "counts as repetitive). None: not checked."
+        ),
+    )
+    drop_shortcut: bool = Field(
+        False,
+        description=(
+            "Leave out of the loss each correct sample whose ```python blocks opened, ```python blocks closed, "
+            "```output blocks and executed calls are not all equal in number: an answer reached with output it "
+            "wrote itself or with code that never ran (ZeroTIR's shortcut filter; tools.protocol python_markdown)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_accuracy_range(self) -> "FilterConfig":
@@ -247,18 +306,23 @@ class FilterConfig(_Section):
 
 
 class SFTConfig(_Section):
-    """Supervised cold start before RL (ReTool).
+    """Supervised cold start before RL (ReTool): the loaded model is fine-tuned on traces of tool use
+    (trainer.sft_data), then RL starts from the result, which is also the KL reference."""
 
-    Enabling it requires a dataset, except with the tiny quickstart model,
-    which builds its own synthetic tool-use traces.
-    """
-
-    enabled: bool = Field(False, description="Run supervised fine-tuning before RL.")
+    enabled: bool = Field(False, description="Fine-tune on sft.dataset before RL.")
     dataset: str | None = Field(
-        None, description=f"Dataset reference of SFT traces; required when enabled, unless the model is {TINY_MODEL}."
+        None,
+        description=(
+            "SFT traces, required when enabled: a built-in set ("
+            + ", ".join(f"'{name}'" for name in BUILTIN_SFT_TRACES)
+            + f"), '{DATASET_REF_PREFIX}<id>' for an upload, or a JSONL file path (trainer.sft_data gives the format)."
+        ),
     )
-    epochs: int = Field(1, ge=1, description="Passes over the SFT dataset.")
-    learning_rate: float = Field(1e-4, gt=0, description="SFT learning rate.")
+    epochs: int = Field(1, ge=1, description="Passes over the SFT traces.")
+    learning_rate: float = Field(
+        1e-4, gt=0, description="Peak SFT learning rate (linear warmup over 5% of the steps, cosine decay to a tenth)."
+    )
+    batch_size: int = Field(32, ge=1, description="Traces per SFT optimizer step.")
 
 
 class ScheduleConfig(_Section):
@@ -293,8 +357,29 @@ class RunConfig(_Section):
 
     @model_validator(mode="after")
     def _check_sft_dataset(self) -> "RunConfig":
-        if self.sft.enabled and self.sft.dataset is None and self.model.name_or_path != TINY_MODEL:
-            raise ConfigError({"sft.dataset": [f"required when sft.enabled is true, unless the model is {TINY_MODEL}"]})
+        dataset = self.sft.dataset
+        if self.sft.enabled and dataset is None:
+            builtins = ", ".join(f"'{name}'" for name in BUILTIN_SFT_TRACES)
+            raise ConfigError({"sft.dataset": [f"required when sft.enabled is true (built-in traces: {builtins})"]})
+        written_in = BUILTIN_SFT_TRACES.get(dataset or "")
+        if self.sft.enabled and written_in is not None and written_in != self.tools.protocol:
+            raise ConfigError(
+                {
+                    "sft.dataset": [
+                        f"'{dataset}' is written in the '{written_in}' protocol but tools.protocol is "
+                        f"'{self.tools.protocol}': the model would learn calls the rollout does not run"
+                    ]
+                }
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_shortcut_filter(self) -> "RunConfig":
+        # ZeroTIR's shortcut filter counts ```python and ```output blocks: defined for that syntax only.
+        if self.filtering.drop_shortcut and self.tools.protocol != "python_markdown":
+            protocol = self.tools.protocol
+            message = f"counts ```python/```output blocks: needs tools.protocol 'python_markdown', not '{protocol}'"
+            raise ConfigError({"filtering.drop_shortcut": [message]})
         return self
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ it starts a local Ray instance, and stops it when the run ends: on one machine t
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import threading
@@ -148,7 +149,9 @@ class RayRollout:
         try:
             spread = {"scheduling_strategy": SPREAD}
             self.sandboxes = [SandboxActor.options(**spread).remote() for _ in range(sandbox_actors)]
-            policy = ray.put((model, tokenizer))
+            # Replicas generate on CPU actors: a policy trained on the GPU (model.device) is sent as a CPU copy.
+            on_cpu = model if next(model.parameters()).device.type == "cpu" else copy.deepcopy(model).cpu()
+            policy = ray.put((on_cpu, tokenizer))
             self.replicas = [
                 RolloutReplica.options(**spread).remote(policy, self.sandboxes, num_threads) for _ in range(replicas)
             ]
@@ -197,7 +200,7 @@ class RayRollout:
 
     def load_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         """Put the weights in the object store once; every replica loads them from there."""
-        weights = ray.put(state_dict)
+        weights = ray.put({name: tensor.cpu() for name, tensor in state_dict.items()})
         ray.get([replica.load_weights.remote(weights) for replica in self.replicas])
 
     def close(self) -> None:

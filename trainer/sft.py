@@ -1,14 +1,13 @@
-"""Supervised fine-tuning on tool-use traces, the way ReTool's SFT stage cold-starts a policy.
+"""Supervised fine-tuning on tool-use traces: the cold start before RL, as ReTool's SFT stage.
 
-The traces are seeded arithmetic problems in the python_markdown protocol. A trace either answers
-directly -- right on easy problems, a plausible wrong guess on hard ones -- or calls the tool, prints
-the expression and copies the real output into \\boxed{}. The shares of each kind, and a reweighted
-loss on the first token, where the policy chooses, decide how undecided the trained policy starts
-(see `tool_use_traces`); trainer.models.tiny_cold_start picks them for the quickstart's tiny model.
-
-The loss covers the model's own text and its end-of-sequence token only: prompt and tool-output
-tokens are masked, as they are in RL, using the protocol's `segments`. `evaluate` measures accuracy
-and tool use of a policy on arithmetic problems, executing its code in the sandbox.
+`sft_train` trains any policy the trainer loads on SFT rows (trainer.sft_data: a built-in trace
+set or a researcher's JSONL), with linear warmup and cosine decay. Each prompt is rendered with the
+run's prompt template exactly as RL renders it, and the loss covers the model's own text and its
+end-of-sequence token only: prompt and tool-output tokens are masked, as they are in RL, using the
+protocol's `segments`. A row may weigh its first token (where the policy chooses between calling
+the tool and answering) and spans of its response (what must be exact) differently: tirlab's
+own cold-start traces do (trainer.sft_traces). `evaluate` measures accuracy and tool use of a
+policy on arithmetic problems, executing its code in the sandbox.
 """
 
 from __future__ import annotations
@@ -16,10 +15,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -27,151 +24,46 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.answers import answers_equivalent
 from trainer.prompts import prompt_text
-from trainer.protocols import get_protocol
-from trainer.synthetic import arithmetic_examples
+from trainer.protocols import Feedback, FeedbackStyle, get_protocol
+from trainer.sft_data import SFTRow
 from trainer.trajectory import Example, ToolExecution
 
-PROTOCOL = "python_markdown"
-_QUESTION = re.compile(r"What is (?P<expression>.+)\?$")
-
-
-@dataclass(frozen=True)
-class Trace:
-    """One SFT example: the rendered prompt, the response with real tool output inserted, and how
-    many tool outputs it holds (the protocol masks exactly those).
-
-    `choice_weight` is the loss weight of the response's first token, where the policy chooses
-    between calling the tool and answering; `content` holds the (start, end) character spans of the
-    response that carry what must be exact (the expression in print(), a right answer in
-    \\boxed{}), which `encode_trace` can weigh more than the format around them."""
-
-    prompt: str
-    response: str
-    tool_outputs: int
-    difficulty: str
-    choice_weight: float = 1.0
-    content: tuple[tuple[int, int], ...] = ()
-
-
-def render_prompt(tokenizer: PreTrainedTokenizerBase, example: Example, template: str) -> str:
-    """The text the policy is conditioned on: the example under `template`, in the model's chat format
-    or, for a raw template, as the template's text."""
-    return prompt_text(tokenizer, example, PROTOCOL, template)
-
-
-def tool_use_traces(
-    tokenizer: PreTrainedTokenizerBase,
-    size: int,
-    *,
-    seed: int,
-    template: str,
-    tool_share: float | Mapping[str, float] = 0.5,
-    easy_share: float = 0.5,
-) -> list[Trace]:
-    """`size` seeded traces on arithmetic problems, `easy_share` of them easy and the rest hard, in a
-    seeded order; a share of each difficulty's traces call the tool (`tool_share`: one share for
-    all, or one per difficulty), the others answer directly.
-
-    Whatever the shares, the choice token of each trace weighs 1/2 over the share of its kind
-    (`Trace.choice_weight`): the weighted shares of calling and answering are then 1/2 each, so the
-    cold-started policy calls the tool about half the time on every difficulty, while the mix can
-    give the slow skills (easy answers from memory, copying on hard problems) more examples.
-    """
-    protocol = get_protocol(PROTOCOL)
-    rng = random.Random(f"sft-traces:{seed}")
-    traces = []
-    easy = round(size * easy_share)
-    problems = arithmetic_examples(easy, seed=seed, difficulty="easy", split="sft") + arithmetic_examples(
-        size - easy, seed=seed, difficulty="hard", split="sft"
-    )
-    rng.shuffle(problems)
-    for example in problems:
-        expression = _expression(example)
-        value = example.ground_truth
-        difficulty = str(example.extra_info["difficulty"])
-        share = tool_share[difficulty] if isinstance(tool_share, Mapping) else tool_share
-        if not 0.0 < share < 1.0:
-            raise ValueError(f"tool share must be strictly between 0 and 1, got {share} for {difficulty}")
-        calls = rng.random() < share
-        if calls:
-            call = f"```python\nprint({expression})\n```\n"
-            response = protocol.append_output(
-                call, ToolExecution(call=f"print({expression})\n", status="ok", output=value + "\n")
-            )
-            code = call.index("print(") + len("print(")
-            content = [(code, code + len(expression) + 1)]  # the expression and its closing parenthesis
-            tool_outputs = 1
-            answer: str | None = value
-        else:
-            response, content, tool_outputs = "", [], 0
-            # A hard problem's direct answer is a guess: it is what the policy does, not what to learn.
-            answer = value if difficulty == "easy" else None
-        boxed = answer if answer is not None else _wrong_guess(int(value), rng)
-        start = len(response) + len("\\boxed{")
-        response += f"\\boxed{{{boxed}}}"
-        if answer is not None:
-            content.append((start, len(response)))  # the answer and its closing brace
-        traces.append(
-            Trace(
-                render_prompt(tokenizer, example, template),
-                response,
-                tool_outputs,
-                difficulty,
-                choice_weight=0.5 / (share if calls else 1.0 - share),
-                content=tuple(content),
-            )
-        )
-    return traces
-
-
-def _expression(example: Example) -> str:
-    match = _QUESTION.match(example.prompt[-1]["content"])
-    if match is None:
-        raise ValueError(f"not an arithmetic question: {example.prompt[-1]['content']!r}")
-    return match["expression"]
-
-
-def _wrong_guess(value: int, rng: random.Random) -> str:
-    """A confident-looking wrong answer: right magnitude and leading digits, wrong trailing half."""
-    digits = str(abs(value))
-    keep = len(digits) - max(1, len(digits) // 2)
-    while True:
-        tail = "".join(rng.choice("0123456789") for _ in range(len(digits) - keep))
-        guess = int(digits[:keep] + tail) * (-1 if value < 0 else 1)
-        if guess != value:
-            return str(guess)
+# Called after every optimizer step with (step, total steps, loss, seconds since the start).
+Progress = Callable[[int, int, float, float], None]
 
 
 def encode_trace(
-    tokenizer: PreTrainedTokenizerBase, trace: Trace, *, content_weight: float = 1.0
+    tokenizer: PreTrainedTokenizerBase, row: SFTRow, *, protocol: str, template: str | None
 ) -> tuple[list[int], list[float]]:
     """Token ids of prompt + response + eos, and per-token loss weights: 0 on the prompt and tool
-    output, 1 on the rest of the model's text and eos, `trace.choice_weight` on the response's first
-    token and `content_weight` on the tokens of `trace.content`.
+    output, 1 on the rest of the model's text and eos, `row.choice_weight` on the response's first
+    token and each weighted span's weight on the tokens inside it.
 
-    Model text is encoded piece by piece, split at the content spans; for the character-level
-    tokenizer this is the same as encoding it whole.
+    The prompt is `row.example` under `template`, rendered as RL renders it (trainer.prompts). Model
+    text is encoded piece by piece, split at the weighted spans; for the character-level tokenizer
+    this is the same as encoding it whole.
     """
-    ids = tokenizer.encode(trace.prompt, add_special_tokens=False)
+    ids = tokenizer.encode(prompt_text(tokenizer, row.example, protocol, template), add_special_tokens=False)
     mask: list[float] = [0.0] * len(ids)
     first = len(ids)
     offset = 0
-    for segment in get_protocol(PROTOCOL).segments(trace.response, tool_outputs=trace.tool_outputs):
+    spans = row.weighted_spans
+    for segment in get_protocol(protocol).segments(row.response, tool_outputs=row.tool_outputs):
         end = offset + len(segment.text)
         if segment.kind != "model":
             piece = tokenizer.encode(segment.text, add_special_tokens=False)
             ids += piece
             mask += [0.0] * len(piece)
         else:
-            cuts = sorted({offset, end, *(i for span in trace.content for i in span if offset < i < end)})
+            cuts = sorted({offset, end, *(i for a, b, _ in spans for i in (a, b) if offset < i < end)})
             for start, stop in itertools.pairwise(cuts):
-                piece = tokenizer.encode(trace.response[start:stop], add_special_tokens=False)
-                inside = any(a <= start and stop <= b for a, b in trace.content)
+                piece = tokenizer.encode(row.response[start:stop], add_special_tokens=False)
+                weight = next((w for a, b, w in spans if a <= start and stop <= b), 1.0)
                 ids += piece
-                mask += [content_weight if inside else 1.0] * len(piece)
+                mask += [weight] * len(piece)
         offset = end
     if len(ids) > first and mask[first] > 0:
-        mask[first] = trace.choice_weight
+        mask[first] = row.choice_weight
     # Learning to stop is part of the behaviour: without eos the policy rambles to the length limit.
     ids.append(tokenizer.eos_token_id)
     mask.append(1.0)
@@ -204,19 +96,21 @@ def masked_nll(
 def sft_train(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    traces: Sequence[Trace],
+    rows: Sequence[SFTRow],
     *,
+    protocol: str,
+    template: str | None,
     epochs: int,
     lr: float,
     batch_size: int,
     seed: int,
-    content_weight: float = 1.0,
     log: Callable[[str], None] = print,
+    progress: Progress | None = None,
 ) -> list[float]:
-    """Train on `traces` with AdamW, linear warmup and cosine decay; returns the loss of every step
-    (the weighted mean over the step's trained tokens, see `encode_trace`)."""
-    rows = [encode_trace(tokenizer, trace, content_weight=content_weight) for trace in traces]
-    steps = epochs * math.ceil(len(rows) / batch_size)
+    """Train on `rows` with AdamW, linear warmup and cosine decay to a tenth of `lr`; returns the
+    loss of every step (the weighted mean over the step's trained tokens, see `encode_trace`)."""
+    encoded = [encode_trace(tokenizer, row, protocol=protocol, template=template) for row in rows]
+    steps = epochs * math.ceil(len(encoded) / batch_size)
     warmup = max(1, steps // 20)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     # Decay to a tenth of the peak: the last steps polish digits rather than relearn the format.
@@ -227,15 +121,17 @@ def sft_train(
         else 0.1 + 0.45 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup))),
     )
     order = random.Random(f"sft-order:{seed}")
+    device = next(model.parameters()).device
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.train()
     losses: list[float] = []
     started = time.monotonic()
     for epoch in range(epochs):
-        indices = list(range(len(rows)))
+        indices = list(range(len(encoded)))
         order.shuffle(indices)
         for start in range(0, len(indices), batch_size):
-            input_ids, attention, loss_mask = _batch(
-                [rows[i] for i in indices[start : start + batch_size]], tokenizer.pad_token_id
+            input_ids, attention, loss_mask = (
+                t.to(device) for t in _batch([encoded[i] for i in indices[start : start + batch_size]], pad)
             )
             loss = masked_nll(model, input_ids, attention, loss_mask)
             optimizer.zero_grad(set_to_none=True)
@@ -244,11 +140,14 @@ def sft_train(
             optimizer.step()
             schedule.step()
             losses.append(loss.item())
+            elapsed = time.monotonic() - started
+            if progress is not None:
+                progress(len(losses), steps, losses[-1], elapsed)
             if len(losses) % 50 == 0 or len(losses) == steps:
                 recent = losses[-50:]
                 log(
                     f"sft epoch {epoch + 1}/{epochs} step {len(losses)}/{steps} "
-                    f"loss {sum(recent) / len(recent):.4f} ({time.monotonic() - started:.0f}s)"
+                    f"loss {sum(recent) / len(recent):.4f} ({elapsed:.0f}s)"
                 )
     model.eval()
     return losses
@@ -288,6 +187,8 @@ def evaluate(
     examples: Sequence[Example],
     *,
     template: str,
+    protocol: str = "python_markdown",
+    feedback: FeedbackStyle = "tirlab",
     temperature: float = 0.0,
     seed: int = 0,
     max_new_tokens: int = 96,
@@ -305,7 +206,18 @@ def evaluate(
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return _evaluate(model, tokenizer, examples, sandbox.run, template, temperature, max_new_tokens, batch_size)
+        return _evaluate(
+            model,
+            tokenizer,
+            examples,
+            sandbox.run,
+            template,
+            protocol,
+            Feedback(feedback),
+            temperature,
+            max_new_tokens,
+            batch_size,
+        )
 
 
 def _evaluate(
@@ -314,15 +226,17 @@ def _evaluate(
     examples: Sequence[Example],
     run_code: Callable[..., Any],
     template: str,
+    protocol_name: str,
+    feedback: Feedback,
     temperature: float,
     max_new_tokens: int,
     batch_size: int,
 ) -> dict[str, Any]:
-    protocol = get_protocol(PROTOCOL)
+    protocol = get_protocol(protocol_name)
     results: list[tuple[str, bool, bool]] = []
     for start in range(0, len(examples), batch_size):
         chunk = list(examples[start : start + batch_size])
-        prompts = [render_prompt(tokenizer, example, template) for example in chunk]
+        prompts = [prompt_text(tokenizer, example, protocol_name, template) for example in chunk]
         responses = _continue(
             model,
             tokenizer,
@@ -337,9 +251,11 @@ def _evaluate(
             if code is None:
                 execution = ToolExecution(call="", status="error", output="SyntaxError: no complete code block")
             else:
-                result = run_code(code, timeout_s=5)
-                execution = ToolExecution(call=code, status=result.status, output=result.stdout + result.stderr)
-            responses[i] = protocol.append_output(responses[i], execution)
+                result = run_code(protocol.prepare_code(code), timeout_s=5)
+                execution = ToolExecution(
+                    call=code, status=result.status, output=result.stdout + result.stderr, stderr=result.stderr
+                )
+            responses[i] = protocol.append_output(responses[i], execution, feedback=feedback)
         if calls:
             continued = _continue(
                 model,

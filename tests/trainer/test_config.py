@@ -156,14 +156,17 @@ def test_zerotir_accuracy_band_is_accepted() -> None:
     assert (config.filtering.accuracy_min, config.filtering.accuracy_max) == (0.05, 0.8)
 
 
-def test_sft_without_dataset_is_refused_for_other_models() -> None:
-    errors = _errors({"model": {"name_or_path": "smollm2-135m-instruct"}, "sft": {"enabled": True}})
+def test_sft_without_dataset_is_refused() -> None:
+    for model in ("smollm2-135m-instruct", "tirlab/tiny-char", "tirlab/tiny-char-init"):
+        errors = _errors({"model": {"name_or_path": model}, "sft": {"enabled": True}})
+        assert list(errors) == ["sft.dataset"] and "'tiny-cold-start'" in errors["sft.dataset"][0]
 
-    assert list(errors) == ["sft.dataset"]
 
-
-def test_sft_without_dataset_is_accepted_for_the_tiny_model() -> None:
-    assert validate_config({"sft": {"enabled": True}}).sft.enabled
+def test_builtin_sft_traces_must_be_in_the_runs_protocol() -> None:
+    errors = _errors({"sft": {"enabled": True, "dataset": "retool-mini-sft"}})
+    assert list(errors) == ["sft.dataset"] and "written in the 'retool' protocol" in errors["sft.dataset"][0]
+    config = {"tools": {"protocol": "retool"}, "sft": {"enabled": True, "dataset": "retool-mini-sft"}}
+    assert validate_config(config).sft.dataset == "retool-mini-sft"
 
 
 def test_sft_with_dataset_is_accepted_for_other_models() -> None:
@@ -272,3 +275,12 @@ def test_snapshot_round_trips() -> None:
 
     assert validate_config(snapshot) == config
     assert validate_config(snapshot).model_dump(mode="json") == snapshot
+
+
+def test_the_shortcut_filter_needs_the_python_markdown_protocol() -> None:
+    errors = _errors({"tools": {"protocol": "retool"}, "filtering": {"drop_shortcut": True}})
+    assert (
+        list(errors) == ["filtering.drop_shortcut"]
+        and "needs tools.protocol 'python_markdown'" in errors["filtering.drop_shortcut"][0]
+    )
+    assert validate_config({"filtering": {"drop_shortcut": True}}).filtering.drop_shortcut

@@ -22,6 +22,7 @@ from trainer.cli import main
 from trainer.config import ConfigError, validate_config
 from trainer.models import CharTokenizer
 from trainer.report import Reporter
+from trainer.sft_data import SFTRow
 from trainer.train import Trainer
 from trainer.trajectory import Example
 
@@ -115,7 +116,11 @@ def test_prompts_command_prints_the_exact_text_of_each_row(tmp_path):
 
 def test_sft_renders_a_raw_template_as_its_text():
     example = math_example({"role": "user", "content": "What is 2+3?"})
-    assert sft.render_prompt(CharTokenizer(), example, "torl") == torl_text("What is 2+3?")
+    row = SFTRow(example=example, response="\\boxed{5}", tool_outputs=0)
+    tokenizer = CharTokenizer()
+    ids, mask = sft.encode_trace(tokenizer, row, protocol="python_markdown", template="torl")
+    prompt = [i for i, m in zip(ids, mask, strict=True) if not m]
+    assert tokenizer.decode(prompt) == torl_text("What is 2+3?")
 
 
 def test_the_chat_form_of_torls_prompt_stays_the_python_markdown_default():

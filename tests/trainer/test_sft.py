@@ -3,25 +3,38 @@ import re
 import pytest
 
 from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
-from trainer.sft import encode_trace, evaluate, sft_train, tool_use_traces
+from trainer.prompts import prompt_text
+from trainer.sft import encode_trace, evaluate, sft_train
+from trainer.sft_data import parse_rows
+from trainer.sft_traces import tool_use_traces
 from trainer.synthetic import arithmetic_examples
 
+PROTOCOL = "python_markdown"
 
-def _traces(size: int):
-    _, tokenizer = build_tiny_model(seed=0)
-    return tokenizer, tool_use_traces(tokenizer, size, seed=1, template=TINY_PROMPT_TEMPLATE)
+
+def _rows(size: int, protocol: str = PROTOCOL, **kwargs):
+    return parse_rows(tool_use_traces(size, seed=1, protocol=protocol, **kwargs), protocol=protocol, source="test")
+
+
+def _encode(tokenizer, row, protocol: str = PROTOCOL):
+    return encode_trace(tokenizer, row, protocol=protocol, template=TINY_PROMPT_TEMPLATE)
+
+
+def _prompt(tokenizer, row, protocol: str = PROTOCOL) -> str:
+    return prompt_text(tokenizer, row.example, protocol, TINY_PROMPT_TEMPLATE)
 
 
 def test_traces_are_seeded_half_tool_calls_and_right_only_when_they_should_be() -> None:
-    tokenizer, traces = _traces(400)
-    assert traces == tool_use_traces(tokenizer, 400, seed=1, template=TINY_PROMPT_TEMPLATE)
+    rows = tool_use_traces(400, seed=1)
+    assert rows == tool_use_traces(400, seed=1)
+    traces = parse_rows(rows, protocol=PROTOCOL, source="test")
     tool = [t for t in traces if t.tool_outputs]
     assert 0.4 < len(tool) / len(traces) < 0.6
     for difficulty in ("easy", "hard"):
         share = sum(t.tool_outputs for t in traces if t.difficulty == difficulty)
         assert 0.35 < share / sum(t.difficulty == difficulty for t in traces) < 0.65
     for trace in traces:
-        expression = re.search(r"What is (.+)\?", trace.prompt)[1]
+        expression = re.search(r"What is (.+)\?", trace.example.prompt[-1]["content"])[1]
         value = str(eval(expression))  # the generator's operands are plain integers
         boxed = re.fullmatch(r".*\\boxed\{(-?\d+)\}", trace.response, re.DOTALL)[1]
         if trace.tool_outputs:
@@ -34,27 +47,48 @@ def test_traces_are_seeded_half_tool_calls_and_right_only_when_they_should_be() 
             assert boxed != value and len(boxed.lstrip("-")) == len(value.lstrip("-"))
 
 
+def test_retool_traces_use_retool_syntax_and_its_tool_text() -> None:
+    traces = _rows(40, protocol="retool", feedback="retool")
+    call = next(t for t in traces if t.tool_outputs)
+    expression = re.search(r"What is (.+)\?", call.example.prompt[-1]["content"])[1]
+    value = str(eval(expression))
+    # The recipe's sandbox tool feeds back stdout + stderr as printed, newline included.
+    assert call.response == (
+        f"<code>\nprint({expression})\n</code><interpreter>\n{value}\n\n</interpreter>\n<answer>\\boxed{{{value}}}</answer>"
+    )
+    with pytest.raises(ValueError, match="no trace format for protocol 'artist'"):
+        tool_use_traces(4, seed=1, protocol="artist")
+
+
 def test_loss_mask_covers_model_text_and_eos_but_not_prompt_or_tool_output() -> None:
-    tokenizer, traces = _traces(40)
+    _, tokenizer = build_tiny_model(seed=0)
+    traces = _rows(40)
     trace = next(t for t in traces if t.tool_outputs)
-    ids, mask = encode_trace(tokenizer, trace)
-    assert len(ids) == len(mask) == len(trace.prompt) - len("<|bos|>") + 1 + len(trace.response) + 1
+    ids, mask = _encode(tokenizer, trace)
+    prompt = _prompt(tokenizer, trace)
+    assert len(ids) == len(mask) == len(prompt) - len("<|bos|>") + 1 + len(trace.response) + 1
     trained = "".join(tokenizer.convert_ids_to_tokens([i for i, m in zip(ids, mask, strict=True) if m]))
     masked = "".join(tokenizer.convert_ids_to_tokens([i for i, m in zip(ids, mask, strict=True) if not m]))
     value = re.search(r"\\boxed\{(.+)\}", trace.response)[1]
-    assert masked == trace.prompt + f"\n{value}\n```\n"
+    assert masked == prompt + f"\n{value}\n```\n"
     assert trained.startswith("```python\nprint(") and trained.endswith(f"```output\\boxed{{{value}}}<|eos|>")
 
     direct = next(t for t in traces if not t.tool_outputs)
-    ids, mask = encode_trace(tokenizer, direct)
+    ids, mask = _encode(tokenizer, direct)
     assert sum(mask) == len(direct.response) + 1
 
 
-def test_a_skewed_mix_is_reweighted_so_the_policy_starts_undecided() -> None:
+def test_retool_tool_text_is_masked_as_in_rl() -> None:
     _, tokenizer = build_tiny_model(seed=0)
-    traces = tool_use_traces(
-        tokenizer, 2000, seed=1, template=TINY_PROMPT_TEMPLATE, tool_share={"easy": 0.2, "hard": 0.8}
-    )
+    trace = next(t for t in _rows(20, protocol="retool", feedback="retool") if t.tool_outputs)
+    ids, mask = _encode(tokenizer, trace, protocol="retool")
+    masked = "".join(tokenizer.convert_ids_to_tokens([i for i, m in zip(ids, mask, strict=True) if not m]))
+    assert masked.removeprefix(_prompt(tokenizer, trace, "retool")).startswith("<interpreter>")
+    assert masked.endswith("</interpreter>\n")
+
+
+def test_a_skewed_mix_is_reweighted_so_the_policy_starts_undecided() -> None:
+    traces = _rows(2000, tool_share={"easy": 0.2, "hard": 0.8})
     for difficulty, share in (("easy", 0.2), ("hard", 0.8)):
         picked = [t for t in traces if t.difficulty == difficulty]
         tool = [t for t in picked if t.tool_outputs]
@@ -65,49 +99,63 @@ def test_a_skewed_mix_is_reweighted_so_the_policy_starts_undecided() -> None:
         weighted = sum(t.choice_weight for t in tool) / sum(t.choice_weight for t in picked)
         assert abs(weighted - 0.5) < 0.05
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
-        tool_use_traces(tokenizer, 10, seed=1, template=TINY_PROMPT_TEMPLATE, tool_share=1.0)
+        tool_use_traces(10, seed=1, tool_share=1.0)
 
 
 def test_content_weight_falls_on_the_expression_and_right_answers_only() -> None:
-    tokenizer, traces = _traces(60)
+    _, tokenizer = build_tiny_model(seed=0)
+    plain_rows, rows = _rows(60), _rows(60, content_weight=4.0)
 
     def weighted(trace, weight):
-        ids, mask = encode_trace(tokenizer, trace, content_weight=4.0)
+        ids, mask = _encode(tokenizer, trace)
         return "".join(tokenizer.convert_ids_to_tokens([i for i, m in zip(ids, mask, strict=True) if m == weight]))
 
-    tool = next(t for t in traces if t.tool_outputs)
-    expression = re.search(r"What is (.+)\?", tool.prompt)[1]
+    tool = next(t for t in rows if t.tool_outputs)
+    expression = re.search(r"What is (.+)\?", tool.example.prompt[-1]["content"])[1]
     value = re.search(r"\\boxed\{(.+)\}", tool.response)[1]
     assert weighted(tool, 4.0) == f"{expression}){value}}}"
-    easy = next(t for t in traces if not t.tool_outputs and t.difficulty == "easy")
+    easy = next(t for t in rows if not t.tool_outputs and t.difficulty == "easy")
     assert weighted(easy, 4.0) == easy.response[len("\\boxed{") :]
-    guess = next(t for t in traces if not t.tool_outputs and t.difficulty == "hard")
+    guess = next(t for t in rows if not t.tool_outputs and t.difficulty == "hard")
     assert weighted(guess, 4.0) == ""  # a wrong guess is never something to learn harder
     # Content weighting changes neither the ids nor the positions that are trained.
-    for trace in (tool, easy, guess):
-        plain_ids, plain = encode_trace(tokenizer, trace)
-        ids, mask = encode_trace(tokenizer, trace, content_weight=4.0)
-        assert ids == plain_ids and [m > 0 for m in mask] == [m > 0 for m in plain]
+    for plain, trace in zip(plain_rows, rows, strict=True):
+        plain_ids, plain_mask = _encode(tokenizer, plain)
+        ids, mask = _encode(tokenizer, trace)
+        assert ids == plain_ids and [m > 0 for m in mask] == [m > 0 for m in plain_mask]
 
 
 def test_the_choice_token_carries_the_choice_weight() -> None:
     _, tokenizer = build_tiny_model(seed=0)
-    traces = tool_use_traces(tokenizer, 40, seed=1, template=TINY_PROMPT_TEMPLATE, tool_share=0.25)
-    for trace in traces[:6]:
-        ids, mask = encode_trace(tokenizer, trace)
-        first = len(tokenizer.encode(trace.prompt, add_special_tokens=False))
+    for trace in _rows(40, tool_share=0.25)[:6]:
+        ids, mask = _encode(tokenizer, trace)
+        first = len(tokenizer.encode(_prompt(tokenizer, trace), add_special_tokens=False))
         assert mask[first] == trace.choice_weight == (2.0 if trace.tool_outputs else 0.5 / 0.75)
         assert tokenizer.convert_ids_to_tokens(ids[first]) == ("`" if trace.tool_outputs else "\\")
         assert set(mask[first + 1 :]) <= {0.0, 1.0}
 
 
-def test_sft_loss_decreases() -> None:
+def test_sft_loss_decreases_and_reports_progress() -> None:
     model, tokenizer = build_tiny_model(seed=0)
-    _, traces = _traces(16)
-    losses = sft_train(model, tokenizer, traces * 4, epochs=1, lr=3e-3, batch_size=8, seed=0, log=lambda _: None)
+    seen = []
+    losses = sft_train(
+        model,
+        tokenizer,
+        _rows(16) * 4,
+        protocol=PROTOCOL,
+        template=TINY_PROMPT_TEMPLATE,
+        epochs=1,
+        lr=3e-3,
+        batch_size=8,
+        seed=0,
+        log=lambda _: None,
+        progress=lambda step, total, loss, elapsed: seen.append((step, total, loss)),
+    )
     assert len(losses) == 8
     assert sum(losses[-2:]) / 2 < sum(losses[:2]) / 2 - 0.3
     assert not model.training
+    assert [(step, total) for step, total, _ in seen] == [(step, 8) for step in range(1, 9)]
+    assert [loss for _, _, loss in seen] == losses
 
 
 def test_greedy_evaluation_reports_accuracy_and_tool_use_per_difficulty() -> None:

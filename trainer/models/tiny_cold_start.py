@@ -45,7 +45,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from trainer.config import TINY_MODEL
 from trainer.models.build_once import build_once
 from trainer.models.tiny import CHAT_TEMPLATE, TINY_PROMPT_TEMPLATE, CharTokenizer, build_tiny_model, tiny_config
-from trainer.sft import evaluate, sft_train, tool_use_traces
+from trainer.sft import evaluate, sft_train
+from trainer.sft_data import parse_rows
+from trainer.sft_traces import tool_use_traces
 from trainer.synthetic import arithmetic_examples
 
 # The cached cold start is one fixed model, whatever the run's seed: runs differ in RL, not in
@@ -91,6 +93,22 @@ class SFTBudget:
 TINY_SFT = SFTBudget()
 
 
+def tiny_cold_start_traces(
+    *, protocol: str = "python_markdown", budget: SFTBudget | None = None, seed: int = TINY_SEED
+) -> list[dict]:
+    """The cold start's traces (trainer.sft_data rows); with the defaults, the built-in SFT dataset
+    'tiny-cold-start'."""
+    budget = budget or TINY_SFT
+    return tool_use_traces(
+        budget.traces,
+        seed=seed,
+        protocol=protocol,
+        tool_share={"easy": budget.tool_share_easy, "hard": budget.tool_share_hard},
+        easy_share=budget.easy_share,
+        content_weight=budget.content_weight,
+    )
+
+
 def tiny_cold_start(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
@@ -100,25 +118,21 @@ def tiny_cold_start(
     budget: SFTBudget | None = None,
     log: Callable[[str], None] = print,
 ) -> list[float]:
-    """The quickstart's cold start: `budget` (default TINY_SFT) traces and training on `model`."""
+    """The quickstart's cold start: SFT of `model` on the 'tiny-cold-start' traces with `budget`
+    (default TINY_SFT), through the same `sft_train` a run's `sft.*` uses."""
     budget = budget or TINY_SFT
-    traces = tool_use_traces(
-        tokenizer,
-        budget.traces,
-        seed=seed,
-        template=template,
-        tool_share={"easy": budget.tool_share_easy, "hard": budget.tool_share_hard},
-        easy_share=budget.easy_share,
-    )
+    traces = tiny_cold_start_traces(budget=budget, seed=seed)
+    rows = parse_rows(traces, protocol="python_markdown", source="tiny-cold-start")
     return sft_train(
         model,
         tokenizer,
-        traces,
+        rows,
+        protocol="python_markdown",
+        template=template,
         epochs=budget.epochs,
         lr=budget.lr,
         batch_size=budget.batch_size,
         seed=seed,
-        content_weight=budget.content_weight,
         log=log,
     )
 

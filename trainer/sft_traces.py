@@ -1,0 +1,128 @@
+"""Seeded tool-use traces on arithmetic problems, the SFT data of tirlab's CPU cold starts.
+
+A trace either answers directly -- right on easy problems, a plausible wrong guess on hard ones --
+or calls the tool, prints the expression and copies the real output into its answer. The shares
+of each kind, and a reweighted loss on the first token, where the policy chooses, decide how
+undecided the trained policy starts (see `tool_use_traces`). The same generator writes the traces
+in any protocol that executes code: only the call and answer syntax differ (`CALL_FORMATS`).
+
+These are the built-in SFT datasets of trainer.sft_data ('tiny-cold-start', 'retool-mini-sft');
+`python -m trainer sft-traces NAME --out FILE` writes one as JSONL, the format a researcher's own
+traces take.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+
+from trainer.protocols import Feedback, FeedbackStyle, get_protocol
+from trainer.synthetic import arithmetic_examples
+from trainer.trajectory import Example, ToolExecution
+
+# How a trace calls the tool and gives its answer, per protocol: the call's text with the code in
+# it, and the answer's. The call ends at the protocol's stop marker, where the tool output follows.
+CALL_FORMATS: dict[str, str] = {
+    "python_markdown": "```python\n{code}```\n",
+    # ReTool's recipe (verl-recipe retool/retool.py) runs a <code> block's body; the system prompt asks
+    # for ```python fences inside it, which the tiny model does without: the body alone runs as well.
+    "retool": "<code>\n{code}</code>",
+}
+ANSWER_FORMATS: dict[str, str] = {
+    "python_markdown": "\\boxed{{{answer}}}",
+    "retool": "<answer>\\boxed{{{answer}}}</answer>",
+}
+
+_QUESTION = re.compile(r"What is (?P<expression>.+)\?$")
+
+
+def tool_use_traces(
+    size: int,
+    *,
+    seed: int,
+    protocol: str = "python_markdown",
+    tool_share: float | Mapping[str, float] = 0.5,
+    easy_share: float = 0.5,
+    content_weight: float = 1.0,
+    feedback: FeedbackStyle = "tirlab",
+) -> list[dict]:
+    """`size` seeded traces (trainer.sft_data rows) on arithmetic problems, `easy_share` of them easy
+    and the rest hard, in a seeded order; a share of each difficulty's traces call the tool
+    (`tool_share`: one share for all, or one per difficulty), the others answer directly.
+
+    Whatever the shares, the choice token of each trace weighs 1/2 over the share of its kind
+    (`choice_weight`): the weighted shares of calling and answering are then 1/2 each, so the
+    cold-started policy calls the tool about half the time on every difficulty, while the mix can
+    give the slow skills (easy answers from memory, copying on hard problems) more examples. The
+    spans that carry what must be exact (the expression in print(), a right answer) weigh
+    `content_weight` (`weighted_spans`). Tool outputs are written in the `feedback` style the RL
+    run uses (`tools.feedback`), so the cold start reads the text it will be fed.
+    """
+    if protocol not in CALL_FORMATS:
+        raise ValueError(f"no trace format for protocol {protocol!r}; expected one of {', '.join(CALL_FORMATS)}")
+    tools = get_protocol(protocol)
+    rng = random.Random(f"sft-traces:{seed}")
+    easy = round(size * easy_share)
+    problems = arithmetic_examples(easy, seed=seed, difficulty="easy", split="sft") + arithmetic_examples(
+        size - easy, seed=seed, difficulty="hard", split="sft"
+    )
+    rng.shuffle(problems)
+    rows = []
+    for example in problems:
+        expression = _expression(example)
+        value = example.ground_truth
+        difficulty = str(example.extra_info["difficulty"])
+        share = tool_share[difficulty] if isinstance(tool_share, Mapping) else tool_share
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"tool share must be strictly between 0 and 1, got {share} for {difficulty}")
+        calls = rng.random() < share
+        spans: list[tuple[int, int]] = []
+        if calls:
+            code = f"print({expression})\n"
+            call = CALL_FORMATS[protocol].format(code=code)
+            execution = ToolExecution(call=code, status="ok", output=value + "\n")
+            response = tools.append_output(call, execution, feedback=Feedback(feedback))
+            start = call.index("print(") + len("print(")
+            spans.append((start, start + len(expression) + 1))  # the expression and its closing parenthesis
+            tool_outputs = 1
+            answer: str | None = value
+        else:
+            response, tool_outputs = "", 0
+            # A hard problem's direct answer is a guess: it is what the policy does, not what to learn.
+            answer = value if difficulty == "easy" else None
+        boxed = answer if answer is not None else _wrong_guess(int(value), rng)
+        text = ANSWER_FORMATS[protocol].format(answer=boxed)
+        at = len(response) + text.index(boxed)
+        response += text
+        if answer is not None:
+            spans.append((at, at + len(boxed) + 1))  # the answer and its closing brace
+        rows.append(
+            {
+                "prompt": example.prompt,
+                "response": response,
+                "tool_outputs": tool_outputs,
+                "choice_weight": 0.5 / (share if calls else 1.0 - share),
+                "weighted_spans": [[a, b, content_weight] for a, b in spans] if content_weight != 1.0 else [],
+                "extra_info": {"difficulty": difficulty},
+            }
+        )
+    return rows
+
+
+def _expression(example: Example) -> str:
+    match = _QUESTION.match(example.prompt[-1]["content"])
+    if match is None:
+        raise ValueError(f"not an arithmetic question: {example.prompt[-1]['content']!r}")
+    return match["expression"]
+
+
+def _wrong_guess(value: int, rng: random.Random) -> str:
+    """A confident-looking wrong answer: right magnitude and leading digits, wrong trailing half."""
+    digits = str(abs(value))
+    keep = len(digits) - max(1, len(digits) // 2)
+    while True:
+        tail = "".join(rng.choice("0123456789") for _ in range(len(digits) - keep))
+        guess = int(digits[:keep] + tail) * (-1 if value < 0 else 1)
+        if guess != value:
+            return str(guess)
