@@ -4,6 +4,10 @@ The dashboard validates uploads with this module and the trainer reads them
 with it, so a file accepted at upload is exactly a file the trainer can train
 on. Every failure is a DatasetError whose message points at the line (JSONL),
 row (parquet) or column at fault.
+
+Two kinds of file: problems for RL (data.train_dataset, data.val_dataset: every
+format but one) and SFT traces for the cold start (sft.dataset: `sft_traces`,
+whose rows trainer.sft_data parses). Each is refused where the other belongs.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trainer.config import DATASET_REF_PREFIX
+from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX
+from trainer.protocols import PROTOCOL_NAMES, Protocol, get_protocol
+from trainer.sft_data import SFTDataError, SFTRow, parse_record
 from trainer.synthetic import arithmetic_examples
 from trainer.trajectory import Example
 
@@ -84,8 +90,11 @@ _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _BINARY = "binary file, expected JSONL or parquet"
 _ACCEPTED = (
     "expected JSONL with 'question' and 'answer' (jsonl_qa, gsm8k), "
-    "JSONL with 'tools' (function_calling) or a verl parquet file (verl_parquet)"
+    "JSONL with 'tools' (function_calling), a verl parquet file (verl_parquet) "
+    "or SFT traces: JSONL with 'messages', or 'prompt' and 'response' (sft_traces)"
 )
+# Fields of a dataset of problems, which a trace record never has.
+_PROBLEM_FIELDS = ("question", "answer", "tools")
 
 
 class DatasetFormat(str, Enum):
@@ -93,6 +102,7 @@ class DatasetFormat(str, Enum):
     GSM8K = "gsm8k"
     VERL_PARQUET = "verl_parquet"
     FUNCTION_CALLING = "function_calling"
+    SFT_TRACES = "sft_traces"
 
 
 class DatasetError(ValueError):
@@ -148,6 +158,9 @@ class DatasetInfo:
     checksum: str
     columns: list[str]
     preview: list[dict]
+    # SFT traces only: the tool protocol they are written in; None for traces without a tool call
+    # (usable with any protocol) and for problems.
+    protocol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +194,9 @@ def detect_format(path: Path) -> DatasetFormat:
         if isinstance(answer, str) and "####" in answer:
             return DatasetFormat.GSM8K
         return DatasetFormat.JSONL_QA
+    is_trace = "messages" in record or ("prompt" in record and "response" in record)
+    if is_trace and not any(name in record for name in _PROBLEM_FIELDS):
+        return DatasetFormat.SFT_TRACES
     missing = [name for name in ("question", "answer") if name not in record]
     fields = " and ".join(f"'{name}'" for name in missing)
     verb = "is" if len(missing) == 1 else "are"
@@ -201,6 +217,8 @@ def inspect_dataset(
         if size > max_bytes:
             raise DatasetError(f"file is {_size(size)}, over the limit of {_size(max_bytes)}")
         format = detect_format(path)
+        if format is DatasetFormat.SFT_TRACES:
+            return _inspect_traces(path, size=size, preview_rows=preview_rows)
         columns: dict[str, None] = {}
         preview: list[dict] = []
         row_count = 0
@@ -214,6 +232,94 @@ def inspect_dataset(
             raise
         raise DatasetError(err.message, line=err.line, field=err.field, row=err.row, filename=filename) from None
     return DatasetInfo(format, row_count, size, _sha256(path), list(columns), preview)
+
+
+def _inspect_traces(path: Path, *, size: int, preview_rows: int) -> DatasetInfo:
+    """Validate every trace with trainer.sft_data's parser and name the protocol the traces are written in.
+
+    Whether a trace is valid can depend on the protocol (a "tool" message must follow a complete call
+    in the protocol's syntax), and a run trains on traces only in its own tools.protocol, which the
+    upload does not know. So each record is parsed under every protocol it still fits, and the
+    traces' protocol is the one under which all records parse and the most tool outputs, then calls,
+    are found: the dashboard shows it and refuses the traces for a run with another protocol. A bad
+    record is reported as the best-fitting protocol's parser reports it (for structural errors every
+    protocol says the same)."""
+    fits = dict.fromkeys(PROTOCOL_NAMES, (0, 0))  # protocol -> (tool outputs, calls) so far
+    columns: dict[str, None] = {}
+    head: list[tuple[_Where, dict[str, Any]]] = []
+    count = 0
+    for where, record in _jsonl_records(path):
+        count += 1
+        columns.update(dict.fromkeys(record))
+        if len(head) < preview_rows:
+            head.append((where, record))
+        still, errors = {}, {}
+        for name, (outputs, calls) in fits.items():
+            try:
+                row = _trace(record, name, count, where)
+            except DatasetError as exc:
+                errors[name] = exc
+                continue
+            found = _tool_use(get_protocol(name), row)
+            still[name] = (outputs + found[0], calls + found[1])
+        if not still:
+            raise errors[max(errors, key=lambda name: fits[name])]
+        fits = still
+    best = max(fits, key=lambda name: fits[name])
+    protocol = best if fits[best] > (0, 0) else None
+    preview = [_trace_preview(_trace(record, best, n, where)) for n, (where, record) in enumerate(head, 1)]
+    return DatasetInfo(DatasetFormat.SFT_TRACES, count, size, _sha256(path), list(columns), preview, protocol=protocol)
+
+
+def _trace(record: dict[str, Any], protocol: str, number: int, where: _Where) -> SFTRow:
+    """The `number`th trace of its file, read by trainer.sft_data's parser; a DatasetError at its line."""
+    prefix = f"line {where.line}"
+    try:
+        return parse_record(record, protocol=protocol, number=number, where=prefix)
+    except SFTDataError as exc:
+        raise where.error(str(exc).removeprefix(f"{prefix}: ")) from None
+
+
+def _tool_use(tools: Protocol, row: SFTRow) -> tuple[int, int]:
+    """(tool outputs, calls) that `tools` finds in a trace's response."""
+    outputs = len(tools.tool_spans(row.response, tool_outputs=row.tool_outputs))
+    model_text = tools.model_text(row.response, tool_outputs=row.tool_outputs)
+    return outputs, sum(part.kind == "call" for part in tools.call_parts(model_text))
+
+
+def _trace_preview(row: SFTRow) -> dict:
+    return {
+        "id": row.example.id,
+        "prompt": row.example.prompt,
+        "response": row.response,
+        "tool_outputs": row.tool_outputs,
+    }
+
+
+def iter_traces(path: Path, protocol: str) -> Iterator[SFTRow]:
+    """The SFT traces of a file `inspect_dataset` accepted as sft_traces, read as `protocol` writes them."""
+    for number, (where, record) in enumerate(_jsonl_records(path), 1):
+        yield _trace(record, protocol, number, where)
+
+
+def dataset_misuse(ref: str, *, sft: bool, format: str | None = None) -> str | None:
+    """Why dataset `ref` cannot be read where a run names it, or None: SFT traces named as problems
+    for RL (data.train_dataset, data.val_dataset), or problems named as traces (sft.dataset, `sft`).
+    `format` is the dataset's (a stored dataset's, or a file's); without it, tirlab's built-in names
+    say what they hold, and any other name is left to the reader to judge."""
+    if format is not None:
+        traces, problems = format == DatasetFormat.SFT_TRACES.value, format != DatasetFormat.SFT_TRACES.value
+    else:
+        traces, problems = ref in BUILTIN_SFT_TRACES, ref in BUILTIN_DATASETS or ref.startswith("arithmetic:")
+    if sft and problems:
+        return f"'{ref}' holds problems for RL, not SFT traces; use it as data.train_dataset or data.val_dataset"
+    if not sft and traces:
+        return _traces_as_problems(ref)
+    return None
+
+
+def _traces_as_problems(ref: str) -> str:
+    return f"'{ref}' holds SFT traces; use it as sft.dataset"
 
 
 def iter_examples(path: Path, format: DatasetFormat | None = None) -> Iterator[Example]:
@@ -240,13 +346,16 @@ def load_dataset(
       ``split`` says, as on the dashboard.
     - a name in `USER_FILES` (``torl-test``): the file the user put at its path; an error says where
       to get it while it is missing.
-    - anything else: a dataset file, in any format `detect_format` recognises.
+    - anything else: a dataset file, in any format `detect_format` recognises but SFT traces.
 
+    SFT traces (a built-in trace set's name or a traces file) are refused: they are sft.dataset's.
     ``size`` keeps the first ``size`` examples of a file. ``dataset:<id>`` references name a
     dashboard upload, which only the dashboard can resolve; it passes the stored file's path instead.
     """
     if size is not None and size < 0:
         raise DatasetError(f"size must be >= 0, got {size}")
+    if misuse := dataset_misuse(ref, sft=False):
+        raise DatasetError(misuse)
     name, _, variant = ref.partition(":")
     if name == "arithmetic":
         if variant not in ("", "easy", "hard", "mixed"):
@@ -287,6 +396,8 @@ def _rows(path: Path, format: DatasetFormat) -> Iterator[tuple[dict[str, Any], E
         return
     if is_parquet:
         raise DatasetError(f"expected {format.value} JSONL, but the file is parquet")
+    if format is DatasetFormat.SFT_TRACES:
+        raise DatasetError(_traces_as_problems(path.name))
     for where, record in _jsonl_records(path):
         if format is DatasetFormat.FUNCTION_CALLING:
             yield record, _function_calling_example(record, where)

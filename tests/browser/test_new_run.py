@@ -26,14 +26,19 @@ def test_choosing_the_quickstart_preset_fills_the_form(page, live_server, resear
     assert page.input_value("[name='config.rollout.prompts_per_step']") == "16"
     assert page.input_value("[name='config.optim.learning_rate']") == "0.0002"
     assert page.input_value("[name='config.data.val_dataset']") == "arithmetic"
+    assert not page.is_checked("[name='config.sft.enabled']")  # the shipped model is the cold start
+    # Its SFT path is one choice away: the same run, cold start included.
+    page.select_option("#preset-select", "quickstart-sft")
     assert page.is_checked("[name='config.sft.enabled']")
-    assert page.input_value("[name='config.sft.epochs']") == "1"
+    assert page.input_value("[name='config.sft.dataset']") == "tiny-cold-start"
+    assert page.input_value("[name='config.model.name_or_path']") == "tirlab/tiny-char-init"
+    page.select_option("#preset-select", "quickstart")
     assert "learns to call Python" in page.inner_text("#preset-description")
     assert page.url.endswith("/runs/new/?preset=quickstart")
     # Another preset changes the reward and its parameters too.
-    page.select_option("#preset-select", "quickstart-otc")
+    page.select_option("#preset-select", "otc-mini")
     assert page.input_value("[name='config.reward.name']") == "otc_grpo"
-    assert '"wrong_reward": -1' in page.input_value("[name='config.reward.params']")
+    assert '"wrong_reward": 0' in page.input_value("[name='config.reward.params']")
     shots = os.environ.get("TIRLAB_SCREENSHOT_DIR")
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,10 @@ def test_a_preset_in_the_query_fills_the_form_without_javascript(client, owner):
     client.force_login(owner)
     page = client.get("/runs/new/?preset=quickstart").content.decode()
     assert 'name="config.rollout.prompts_per_step" value="16"' in page
+    assert 'name="config.sft.enabled" value="on">' in page  # the shipped model is the cold start
+    page = client.get("/runs/new/?preset=quickstart-sft").content.decode()
     assert 'name="config.sft.enabled" value="on" checked' in page
+    assert re.search(r'name="config.sft.dataset"[^>]* value="tiny-cold-start"', page)
     unknown = client.get("/runs/new/?preset=nope").content.decode()
     assert "Unknown preset &#x27;nope&#x27;" in unknown
 

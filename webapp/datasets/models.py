@@ -4,13 +4,17 @@ from webapp.core.models import SharedQuerySet, owner_field
 
 
 class Dataset(models.Model):
-    """A dataset file on disk; rows are read by the trainer, never copied into Postgres."""
+    """A dataset file on disk; rows are read by the trainer, never copied into Postgres.
+
+    Problems for RL (data.train_dataset, data.val_dataset) in every format but `sft_traces`, whose
+    rows are traces for the SFT cold start (sft.dataset); trainer.data tells which, at upload."""
 
     FORMATS = [
         ("jsonl_qa", "JSONL question/answer"),
         ("gsm8k", "GSM8K JSONL"),
         ("verl_parquet", "verl parquet"),
         ("function_calling", "function-calling JSONL"),
+        ("sft_traces", "SFT traces JSONL"),
     ]
 
     name = models.CharField(max_length=200)
@@ -21,6 +25,11 @@ class Dataset(models.Model):
     path = models.CharField(max_length=500, blank=True, help_text="File path of a built-in dataset.")
     original_filename = models.CharField(max_length=255, blank=True)
     format = models.CharField(max_length=32, choices=FORMATS)
+    protocol = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="The tool protocol SFT traces are written in; empty for problems and for traces without a tool call.",
+    )
     row_count = models.PositiveIntegerField()
     size_bytes = models.BigIntegerField()
     checksum = models.CharField(max_length=64, help_text="sha256 of the file")

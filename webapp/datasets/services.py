@@ -26,6 +26,7 @@ def _fields(info: DatasetInfo) -> dict:
         "checksum": info.checksum,
         "columns": info.columns,
         "preview": info.preview,
+        "protocol": info.protocol or "",
     }
 
 

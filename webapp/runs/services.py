@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from trainer.config import DATASET_REF_PREFIX, ConfigError, merge_overrides, validate_config
+from trainer.data import dataset_misuse
 from trainer.presets import PRESETS
 from webapp.core.errors import Conflict
 from webapp.core.tokens import hash_secret, new_secret
@@ -59,8 +60,14 @@ def run_metadata_errors(
     return {field: messages for field, messages in errors.items() if messages}
 
 
-def _resolve_dataset(ref: str | None, *, user: AbstractBaseUser, field: str, sources: dict) -> str | None:
-    """Replace a stored dataset's reference by its file path; the snapshot must not change under the run."""
+def _resolve_dataset(
+    ref: str | None, *, user: AbstractBaseUser, field: str, sources: dict, traces_protocol: str | None = None
+) -> str | None:
+    """Replace a stored dataset's reference by its file path; the snapshot must not change under the run.
+
+    SFT traces are refused where problems for RL are read and the other way round (trainer.data);
+    `traces_protocol`, for sft.dataset when SFT runs, is the protocol stored traces must be written in
+    (trainer.config checks the built-in trace sets' alike)."""
     if ref is None:
         return None
     if ref.startswith(DATASET_REF_PREFIX):
@@ -70,8 +77,20 @@ def _resolve_dataset(ref: str | None, *, user: AbstractBaseUser, field: str, sou
             raise ConfigError({field: [f"no dataset {ref!r} that you can use"]})
     else:
         dataset = Dataset.objects.filter(builtin=True, name=ref).first()
-        if dataset is None:
-            return ref
+    misuse = dataset_misuse(ref, sft=field == "sft.dataset", format=dataset.format if dataset else None)
+    if misuse:
+        raise ConfigError({field: [misuse]})
+    if dataset is None:
+        return ref
+    if traces_protocol and dataset.protocol and dataset.protocol != traces_protocol:
+        raise ConfigError(
+            {
+                field: [
+                    f"'{ref}' ({dataset.name}) is written in the '{dataset.protocol}' protocol but tools.protocol "
+                    f"is '{traces_protocol}': the model would learn calls the rollout does not run"
+                ]
+            }
+        )
     sources[field] = {
         "id": dataset.pk,
         "name": dataset.name,
@@ -98,7 +117,11 @@ def resolve_config(
             )
         if resolved["sft"].get("dataset"):
             resolved["sft"]["dataset"] = _resolve_dataset(
-                resolved["sft"]["dataset"], user=user, field="sft.dataset", sources=sources
+                resolved["sft"]["dataset"],
+                user=user,
+                field="sft.dataset",
+                sources=sources,
+                traces_protocol=resolved["tools"]["protocol"] if resolved["sft"]["enabled"] else None,
             )
     except ConfigError as exc:
         # Callers send the config under "config"; name the fields the way they sent them.

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FIELD_PREFIX = "config."
+# Fields ending in "dataset" offer the stored datasets (the page's datalists, webapp.ui.new_run_views):
+# sft.dataset takes SFT traces, every other one problems for RL.
+TRACES_FIELDS = {"sft.dataset"}
 
 
 @dataclass
@@ -124,7 +127,7 @@ def _leaf(key: str, path: str, spec: dict, value: Any) -> ConfigField:
     elif kind_of == "string":
         built.kind = "textarea" if key.endswith("template") else "text"
         if key.endswith("dataset"):
-            built.datalist = "dataset-choices"
+            built.datalist = "trace-choices" if path in TRACES_FIELDS else "dataset-choices"
     built.value = _display(value, built.kind)
     return built
 

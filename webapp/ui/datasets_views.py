@@ -12,9 +12,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from trainer.data import DatasetError, DatasetFormat, iter_examples
+from trainer.data import DatasetError, DatasetFormat, iter_examples, iter_traces
 from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt
-from trainer.protocols import PROTOCOL_NAMES
+from trainer.protocols import PROTOCOL_NAMES, get_protocol
+from trainer.trajectory import Example
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_create_from_upload, dataset_delete
@@ -71,17 +72,15 @@ def _choice(value: str | None, choices, default: str) -> str:
 
 
 def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: int) -> list[dict]:
+    if dataset.format == DatasetFormat.SFT_TRACES.value:
+        return _trace_rows(dataset, protocol, template, count)
     rows = []
     examples = iter_examples(Path(dataset.file_path), DatasetFormat(dataset.format))
     for example in islice(examples, count):
         truth = example.ground_truth
-        prompt = build_prompt(example, protocol, template)
         rows.append(
             {
-                "id": example.id,
-                # A raw template's prompt is text the model continues, with no chat template around it.
-                "messages": prompt.messages or [],
-                "raw_text": prompt.text,
+                **_prompt_view(example, protocol, template),
                 "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, indent=2),
                 "tools": example.tools,
             }
@@ -89,12 +88,28 @@ def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: 
     return rows
 
 
+def _prompt_view(example: Example, protocol: str, template: str | None) -> dict:
+    prompt = build_prompt(example, protocol, template)
+    # A raw template's prompt is text the model continues, with no chat template around it.
+    return {"id": example.id, "messages": prompt.messages or [], "raw_text": prompt.text}
+
+
+def _trace_rows(dataset: Dataset, protocol: str, template: str | None, count: int) -> list[dict]:
+    """SFT traces as the cold start trains on them: the prompt rendered as RL renders it, then the
+    response split into the model's text (trained on) and the tool outputs (masked from the loss)."""
+    tools = get_protocol(protocol)
+    rows = []
+    for row in islice(iter_traces(Path(dataset.file_path), protocol), count):
+        segments = tools.segments(row.response, tool_outputs=row.tool_outputs)
+        rows.append({**_prompt_view(row.example, protocol, template), "response": segments})
+    return rows
+
+
 @login_required
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _visible(request, pk)
-    protocol = _choice(
-        request.GET.get("protocol"), PROTOCOL_NAMES, DEFAULT_PROTOCOL.get(dataset.format, "python_markdown")
-    )
+    default = dataset.protocol or DEFAULT_PROTOCOL.get(dataset.format, "python_markdown")
+    protocol = _choice(request.GET.get("protocol"), PROTOCOL_NAMES, default)
     template = _choice(request.GET.get("template"), TEMPLATES, "")
     try:
         count = min(max(int(request.GET.get("rows", PREVIEW_ROWS)), 1), MAX_PREVIEW_ROWS)

@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from trainer.config import DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
+from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
+from trainer.data import DatasetFormat
 from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
@@ -24,14 +25,24 @@ def _preset_configs() -> dict[str, dict[str, Any]]:
     return {"__defaults__": default_config(), **configs}
 
 
-def _dataset_choices(user) -> list[dict[str, str]]:
-    """Datasets offered in dataset fields: built-ins by name, the user's uploads as dataset:<id>."""
-    choices = []
+def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """What the dataset fields offer: (problems for data.train_dataset and data.val_dataset, SFT traces
+    for sft.dataset). Stored built-ins by name, the user's uploads as dataset:<id>, and the trace sets
+    tirlab generates by name, each with the protocol its traces are written in."""
+    problems: list[dict[str, str]] = []
+    traces = [
+        {"value": name, "label": f"{name} · {protocol} · built-in"} for name, protocol in BUILTIN_SFT_TRACES.items()
+    ]
     for dataset in Dataset.objects.visible_to(user).order_by("-builtin", "name"):
         value = dataset.name if dataset.builtin else f"{DATASET_REF_PREFIX}{dataset.pk}"
-        label = f"{dataset.name} · {dataset.get_format_display()} · {dataset.row_count} rows"
-        choices.append({"value": value, "label": label if dataset.builtin else f"{label} (uploaded)"})
-    return choices
+        if dataset.format == DatasetFormat.SFT_TRACES.value:
+            protocol = dataset.protocol or "no tool calls"
+            label = f"{dataset.name} · {protocol} · {dataset.row_count} traces"
+            traces.append({"value": value, "label": label + (" · built-in" if dataset.builtin else " (uploaded)")})
+        else:
+            label = f"{dataset.name} · {dataset.get_format_display()} · {dataset.row_count} rows"
+            problems.append({"value": value, "label": label if dataset.builtin else f"{label} (uploaded)"})
+    return problems, traces
 
 
 def _meta_from(data) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -116,6 +127,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         values = preset_config(preset).model_dump(mode="json") if meta["preset"] else default_config()
         sections = config_sections(schema, values)
         status = 200
+    problems, traces = _dataset_choices(request.user)
     config_field_errors = {path.removeprefix("config."): m for path, m in errors.items() if path.startswith("config.")}
     unplaced = attach_errors(sections, config_field_errors)
     form_errors = {key: m for key, m in errors.items() if not key.startswith("config.")}
@@ -128,7 +140,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
         "has_errors": bool(errors),
         "presets": [{"name": name, "description": PRESET_DESCRIPTIONS.get(name, "")} for name in PRESETS],
         "preset_configs": _preset_configs(),
-        "datasets": _dataset_choices(request.user),
+        "datasets": problems,
+        "traces": traces,
         "reward_configs": RewardConfig.objects.visible_to(request.user).order_by("-builtin", "name"),
         "experiments": Experiment.objects.visible_to(request.user).order_by("name"),
     }

@@ -19,6 +19,7 @@ class DatasetSerializer(serializers.ModelSerializer):
             "builtin",
             "original_filename",
             "format",
+            "protocol",
             "row_count",
             "size_bytes",
             "checksum",
@@ -30,6 +31,8 @@ class DatasetSerializer(serializers.ModelSerializer):
 
 
 class DatasetUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JSONL (question/answer, GSM8K, function calling) or verl parquet.")
+    file = serializers.FileField(
+        help_text="JSONL (question/answer, GSM8K, function calling, SFT traces) or verl parquet."
+    )
     name = serializers.CharField(required=False, allow_blank=True, help_text="Default: the file's name.")
     description = serializers.CharField(required=False, allow_blank=True)
