@@ -16,7 +16,7 @@ def test_every_preset_validates_and_is_described(name):
 
 
 def test_there_is_a_preset_for_every_paper_and_the_quickstart_comes_first():
-    assert preset_names()[:2] == ["quickstart", "quickstart-otc"]
+    assert preset_names()[0] == "quickstart"
     assert set(PAPERS) <= set(preset_names())
     assert set(PRESET_DESCRIPTIONS) == set(PRESETS)
 
@@ -33,15 +33,20 @@ def test_quickstart_is_the_issues_prototype_at_the_learning_rate_that_learns_fro
     assert config.schedule.max_steps == 20
     assert config.rollout.temperature == 1.0
     assert config.grpo.scale_by_std is True
-    assert config.sft.enabled is True
+    # The shipped model is the cold start: the run starts learning at once.
+    assert config.sft.enabled is False
 
 
-def test_quickstart_otc_scores_wrong_answers_minus_one_and_keeps_close_to_the_cold_start():
-    config = preset_config("quickstart-otc")
+def test_otc_mini_scores_with_the_papers_reward_and_keeps_close_to_the_cold_start():
+    config = preset_config("otc-mini")
     assert config.model.name_or_path == "tirlab/tiny-char" and config.data.train_dataset == "arithmetic"
-    assert config.reward.name == "otc_grpo" and config.reward.params["wrong_reward"] == -1.0
-    assert config.optim.learning_rate == 3e-4
-    assert config.grpo.kl_coef == 0.1  # holds the mental arithmetic that lr 3e-4 alone erodes
+    # The otc-grpo preset's reward: c = 3, a wrong answer 0.
+    assert config.reward.name == "otc_grpo"
+    assert config.reward.params == preset_config("otc-grpo").reward.params
+    assert config.reward.params["c"] == 3.0 and config.reward.params["wrong_reward"] == 0.0
+    assert config.tools.max_tool_calls == 1
+    assert config.optim.learning_rate == 4e-4  # 3e-4 opens the split too slowly, 5e-4 erodes mental arithmetic
+    assert config.grpo.kl_coef == 0.1
     assert config.schedule.max_steps == 50
     assert config.grpo.scale_by_std is True  # without it the prototype collapsed to always-code
 
@@ -60,11 +65,20 @@ def test_smollm2_preset_runs_torl_on_gsm8k_with_a_cpu_sized_batch():
     assert config.sft.enabled is False
 
 
-def test_the_tiny_cold_start_in_the_presets_is_the_one_the_model_cache_trains():
-    from trainer.models.tiny_cold_start import TINY_SFT
+def test_quickstart_sft_is_the_quickstart_with_the_shipped_models_recipe_as_its_sft_phase():
+    from trainer.models.tiny_cold_start import TINY_SEED, TINY_SFT
 
-    config = preset_config("quickstart")
-    assert (config.sft.epochs, config.sft.learning_rate) == (TINY_SFT.epochs, TINY_SFT.lr)
+    config, quickstart = preset_config("quickstart-sft"), preset_config("quickstart")
+    assert config.model.name_or_path == "tirlab/tiny-char-init"
+    assert config.sft.enabled and config.sft.dataset == "tiny-cold-start"
+    assert (config.sft.epochs, config.sft.learning_rate, config.sft.batch_size) == (
+        TINY_SFT.epochs,
+        TINY_SFT.lr,
+        TINY_SFT.batch_size,
+    )
+    assert config.seed == TINY_SEED  # the SFT's data order: the shipped model's
+    rest = {k: v for k, v in config.model_dump().items() if k not in ("model", "sft")}
+    assert rest == {k: v for k, v in quickstart.model_dump().items() if k not in ("model", "sft")}
 
 
 @pytest.mark.parametrize(
