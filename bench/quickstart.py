@@ -2,7 +2,7 @@
 
 Runs `python -m trainer run --preset P` in a subprocess and prints:
 
-- the wall time of getting the cold start (timed on its own: loading the shipped one from
+- the wall time of getting the tiny model's cold start (timed on its own: loading the shipped one from
   trainer/models/shipped/, or, while a changed recipe is not shipped yet, its SFT into a fresh model
   cache unless --model-cache names one that has it) and of the GRPO steps, with the median step
   time from the run's own `timing_s/step`;
@@ -14,7 +14,8 @@ Runs `python -m trainer run --preset P` in a subprocess and prints:
   the curves drift apart.
 
     .venv/bin/python bench/quickstart.py                                  # the quickstart, as on a fresh install
-    .venv/bin/python bench/quickstart.py --preset quickstart-otc --window 10
+    .venv/bin/python bench/quickstart.py --preset otc-mini --window 10
+    .venv/bin/python bench/quickstart.py --preset retool-mini          # prints its SFT phase too
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def main() -> int:
         run_s = timed(argv)
         after = load()
         values = [json.loads(line)["values"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+        sft_file = out / "sft.json"
+        sft = json.loads(sft_file.read_text())["summary"] if sft_file.exists() else None
 
     step_s = statistics.median(v["timing_s/step"] for v in values)
     print(f"preset {args.preset}: {len(values)} GRPO steps")
@@ -127,6 +130,9 @@ def main() -> int:
     source = "shipped" if shipped_checkpoint() else "cached" if args.model_cache else "SFT into an empty cache"
     print(f"cold start ({source}) {sft_s:.0f} s; run {run_s:.0f} s "
           f"(median step {step_s:.2f} s); total {sft_s + run_s:.0f} s")  # fmt: skip
+    if sft is not None:
+        print(f"SFT phase in the run (sft.*): {sft['traces']:.0f} traces, {sft['steps']:.0f} steps in "
+              f"{sft['seconds']:.0f} s, loss {sft['loss_first']:.3f} -> {sft['loss_last']:.3f}")  # fmt: skip
     if args.window:
         rows = rows_windowed(values, args.window)
     else:
