@@ -65,7 +65,7 @@ class SFTDataError(ValueError):
 
 
 def _tiny_cold_start(protocol: str) -> list[dict]:
-    from trainer.models.tiny_cold_start import tiny_cold_start_traces
+    from trainer.sft_traces import tiny_cold_start_traces
 
     return tiny_cold_start_traces(protocol=protocol)
 

@@ -35,7 +35,6 @@ import platform
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,66 +46,16 @@ from trainer.models.build_once import build_once
 from trainer.models.tiny import CHAT_TEMPLATE, TINY_PROMPT_TEMPLATE, CharTokenizer, build_tiny_model, tiny_config
 from trainer.sft import evaluate, sft_train
 from trainer.sft_data import parse_rows
-from trainer.sft_traces import tool_use_traces
+from trainer.sft_traces import TINY_SEED, TINY_SFT, SFTBudget, tiny_cold_start_traces
 from trainer.synthetic import arithmetic_examples
 
-# The cached cold start is one fixed model, whatever the run's seed: runs differ in RL, not in
-# their starting point, and a single cache entry serves them all.
-TINY_SEED = 0
+# The cold start's seed, budget and traces live with the trace generator (trainer.sft_traces), which the
+# built-in SFT dataset 'tiny-cold-start' shares without loading torch.
 # The cold starts tirlab ships, one directory per recipe fingerprint.
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 SHIPPED_REPORT = "report.json"
 # Bumped when the trace generator or training loop changes in a way the fingerprint cannot see.
 TINY_RECIPE_VERSION = 2
-
-
-@dataclass(frozen=True)
-class SFTBudget:
-    """How the tiny model's cold start is trained: 1500 steps, four to eight minutes on 2 idle CPU cores.
-
-    Two skills take longest: answering easy problems from memory (300 facts) and, in tool calls,
-    copying the expression into print() and the tool's output into \\boxed{} (a tiny model learns to
-    copy late and suddenly). The traces therefore favour them: 70% of problems are easy, 75% of those
-    answered directly, and 90% of hard ones go through the tool; the choice token is reweighted so
-    the policy still starts undecided (`Trace.choice_weight`), and the tokens that carry the content
-    (expression, right answer) weigh `content_weight` times the format around them. Every trace is
-    seen once.
-
-    Measured with the 7-character products of trainer.synthetic (2 idle cores, seed 0; the shipped
-    model's report.json, from `python -m trainer cold-start --ship`): 458 s of training (241 s on an
-    earlier machine of the same kind); sampled at temperature 1, easy accuracy 1.0 with tool use
-    0.60, hard accuracy 0.56 with tool use 0.57 (0.985 of the tool calls right). The previous
-    recipe (1000 steps, half the traces calling the tool on each difficulty, equal weights, hard
-    problems of two or three operands up to 999) reached sampled accuracy 0.185, hard 0.01.
-    """
-
-    traces: int = 48000
-    epochs: int = 1
-    lr: float = 3e-3
-    batch_size: int = 32
-    easy_share: float = 0.7
-    tool_share_easy: float = 0.25
-    tool_share_hard: float = 0.9
-    content_weight: float = 8.0
-
-
-TINY_SFT = SFTBudget()
-
-
-def tiny_cold_start_traces(
-    *, protocol: str = "python_markdown", budget: SFTBudget | None = None, seed: int = TINY_SEED
-) -> list[dict]:
-    """The cold start's traces (trainer.sft_data rows); with the defaults, the built-in SFT dataset
-    'tiny-cold-start'."""
-    budget = budget or TINY_SFT
-    return tool_use_traces(
-        budget.traces,
-        seed=seed,
-        protocol=protocol,
-        tool_share={"easy": budget.tool_share_easy, "hard": budget.tool_share_hard},
-        easy_share=budget.easy_share,
-        content_weight=budget.content_weight,
-    )
 
 
 def tiny_cold_start(
