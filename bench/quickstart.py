@@ -15,6 +15,7 @@ Runs `python -m trainer run --preset P` in a subprocess and prints:
 
     .venv/bin/python bench/quickstart.py                                  # the quickstart, as on a fresh install
     .venv/bin/python bench/quickstart.py --preset otc-mini --window 10
+    .venv/bin/python bench/quickstart.py --preset otc-mini --window 10 --seed 1    # another seed
     .venv/bin/python bench/quickstart.py --preset retool-mini          # prints its SFT phase too
 """
 
@@ -67,6 +68,16 @@ def cold_start(cache: Path) -> float:
     return timed([sys.executable, "-c", code, str(cache)])
 
 
+def seeded_config(preset: str, seed: int, path: Path) -> Path:
+    """The preset's config with another seed, written to `path`: the trainer's CLI takes a seed only in a config."""
+    from trainer.config import validate_config
+    from trainer.presets import preset_config
+
+    config = preset_config(preset).model_dump(mode="json")
+    path.write_text(json.dumps(validate_config({**config, "seed": seed}).model_dump(mode="json")))
+    return path
+
+
 def rows_at(values: list[dict[str, float]], at: list[int]) -> list[tuple[str, dict[str, float]]]:
     return [(str(step), values[step]) for step in at if step < len(values)]
 
@@ -96,13 +107,17 @@ def main() -> int:
     parser.add_argument("--preset", default="quickstart")
     parser.add_argument("--model-cache", type=Path, help="an existing model cache (default: a fresh one)")
     parser.add_argument("--max-steps", type=int, help="fewer steps than the preset's (a smoke check)")
+    parser.add_argument("--seed", type=int, help="run the preset with this seed instead of its own")
     parser.add_argument("--at", default="0,5,10,15,19", help="steps to show (default %(default)s)")
     parser.add_argument("--window", type=int, help="show means over windows of this many steps instead")
     parser.add_argument("--out", type=Path, help="keep the run's files here")
     args = parser.parse_args()
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
 
     import torch  # here: --help should not pay for it
 
+    sys.path.insert(0, str(REPO))  # run as a script, bench/ is on the path and the project is not
     with tempfile.TemporaryDirectory(prefix="tl-quickstart-") as tmp:
         cache = args.model_cache or Path(tmp) / "models"
         out = args.out or Path(tmp) / "run"
@@ -110,8 +125,10 @@ def main() -> int:
         err(f"cold start into {cache} …")
         sft_s = cold_start(cache)
         err(f"python -m trainer run --preset {args.preset} …")
-        argv = [sys.executable, "-m", "trainer", "run", "--preset", args.preset, "--out", str(out),
-                "--model-cache", str(cache)]  # fmt: skip
+        run_from = ["--preset", args.preset]
+        if args.seed is not None:
+            run_from = ["--config", str(seeded_config(args.preset, args.seed, Path(tmp) / "config.json"))]
+        argv = [sys.executable, "-m", "trainer", "run", *run_from, "--out", str(out), "--model-cache", str(cache)]
         if args.max_steps:
             argv += ["--max-steps", str(args.max_steps)]
         run_s = timed(argv)
@@ -121,10 +138,10 @@ def main() -> int:
         sft = json.loads(sft_file.read_text())["summary"] if sft_file.exists() else None
 
     step_s = statistics.median(v["timing_s/step"] for v in values)
-    print(f"preset {args.preset}: {len(values)} GRPO steps")
+    seed = "" if args.seed is None else f" with seed {args.seed}"
+    print(f"preset {args.preset}{seed}: {len(values)} GRPO steps")
     threads = torch.get_num_threads()
     print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
-    sys.path.insert(0, str(REPO))  # run as a script, bench/ is on the path and the project is not
     from trainer.models.tiny_cold_start import shipped_checkpoint
 
     source = "shipped" if shipped_checkpoint() else "cached" if args.model_cache else "SFT into an empty cache"
