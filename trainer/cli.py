@@ -41,6 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from trainer.config import TINY_BASE_MODEL, TINY_MODEL
 from trainer.contract import RunStatus
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
@@ -124,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="retrain the cold start tirlab ships (seed 0, trainer/models/shipped/) and rewrite its report",
     )
+    cold_start.add_argument(
+        "--model",
+        choices=(TINY_MODEL, TINY_BASE_MODEL),
+        default=TINY_MODEL,
+        help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default) or the base model zero RL "
+        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base)",
+    )
     cold_start.set_defaults(handler=_cold_start)
 
     traces = commands.add_parser(
@@ -200,7 +208,10 @@ def _json_argument(parser: argparse.ArgumentParser, option: str, text: str) -> A
 
 def _cold_start(args: argparse.Namespace) -> int:
     # Imported when used: torch and transformers cost nothing to the other commands.
+    from trainer.models.tiny_base import base_report, ship_base
     from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED, cold_start_report, ship_cold_start
+
+    base = args.model == TINY_BASE_MODEL
 
     if args.ship:
         if args.out is not None or args.seed != TINY_SEED:
@@ -210,10 +221,12 @@ def _cold_start(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        shipped = ship_cold_start(eval_size=args.eval_size)
+        shipped = (ship_base if base else ship_cold_start)(eval_size=args.eval_size)
         print(json.dumps(json.loads((shipped / SHIPPED_REPORT).read_text())))
         return 0
-    print(json.dumps(cold_start_report(seed=args.seed, eval_size=args.eval_size, out=args.out)))
+    print(
+        json.dumps((base_report if base else cold_start_report)(seed=args.seed, eval_size=args.eval_size, out=args.out))
+    )
     return 0
 
 

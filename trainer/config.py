@@ -19,10 +19,12 @@ from trainer.rewards.params import FieldErrors, field_errors
 TINY_MODEL = "tirlab/tiny-char"
 # The same architecture and tokenizer, randomly initialised: what the tiny model's cold start starts from.
 TINY_INIT_MODEL = "tirlab/tiny-char-init"
-TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL)
+# The same, trained as a base model (arithmetic text and Python notebooks, no tool call): where zero RL starts.
+TINY_BASE_MODEL = "tirlab/tiny-char-base"
+TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL)
 # Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
 # because the dashboard validates configs with this module without loading the trainer.
-BUILTIN_SFT_TRACES = {"tiny-cold-start": "python_markdown", "retool-mini-sft": "retool"}
+BUILTIN_SFT_TRACES = {"tiny-cold-start": "python_markdown", "retool-mini-sft": "retool", "artist-mini-sft": "artist"}
 # A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
 DATASET_REF_PREFIX = "dataset:"
 

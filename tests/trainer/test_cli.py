@@ -174,6 +174,26 @@ def test_cold_start_ship_replaces_the_shipped_model_and_its_report(tmp_path: Pat
     assert tiny_cold_start.tiny_checkpoint(tmp_path / "cache", log=pytest.fail) == shipped
 
 
+def test_shipping_the_base_model_replaces_only_older_base_models(tmp_path: Path, monkeypatch, capsys) -> None:
+    from trainer.base_corpus import BaseCorpus
+    from trainer.cli import main
+    from trainer.models import tiny_base, tiny_cold_start
+
+    monkeypatch.setattr(tiny_base, "TINY_BASE", BaseCorpus(traces=32, batch_size=16))
+    monkeypatch.setattr(tiny_cold_start, "SHIPPED_DIR", tmp_path)
+    (tmp_path / "tiny-char-0123456789ab").mkdir()  # the cold start: another model, kept
+    (tmp_path / "tiny-char-base-0123456789ab").mkdir()  # an older base recipe's, replaced
+    assert tiny_base.shipped_base() is None
+    assert main(["cold-start", "--model", "tirlab/tiny-char-base", "--ship", "--eval-size", "4"]) == 0
+    shipped = tiny_base.shipped_base()
+    assert shipped is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["tiny-char-0123456789ab", shipped.name])
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report["built_with"]["command"] == "python -m trainer cold-start --model tirlab/tiny-char-base --ship"
+    # What a run of the base model now loads, without training.
+    assert tiny_base.base_checkpoint(tmp_path / "cache", log=pytest.fail) == shipped
+
+
 def test_cold_start_ship_takes_neither_out_nor_seed(tmp_path: Path, capsys) -> None:
     from trainer.cli import main
 

@@ -1,13 +1,15 @@
-"""The tiny model's cold start that tirlab ships: there is one for the current recipe, runs start
-from it without training, and it does what its report (written when it was built) says."""
+"""The tiny models tirlab ships, the cold start and the base model: there is one of each for the
+current recipes, runs start from them without training, and each does what its report (written
+when it was built) says."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from trainer.config import TINY_MODEL
+from trainer.config import TINY_BASE_MODEL, TINY_MODEL
 from trainer.models import load_policy
+from trainer.models.tiny_base import SHIP_COMMAND, base_fingerprint, shipped_base
 from trainer.models.tiny_cold_start import (
     SHIPPED_DIR,
     SHIPPED_REPORT,
@@ -30,8 +32,18 @@ def shipped() -> Path:
     return path
 
 
-def test_exactly_the_current_recipe_is_shipped(shipped: Path) -> None:
-    assert sorted(p.name for p in SHIPPED_DIR.iterdir()) == [shipped.name]
+@pytest.fixture(scope="module")
+def shipped_base_model() -> Path:
+    path = shipped_base()
+    assert path is not None, (
+        f"no shipped base model for its recipe (fingerprint {base_fingerprint()}): the recipe changed, so rebuild "
+        f"it with `{SHIP_COMMAND}` and commit {SHIPPED_DIR.name}/"
+    )
+    return path
+
+
+def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
+    assert sorted(p.name for p in SHIPPED_DIR.iterdir()) == sorted([shipped.name, shipped_base_model.name])
     names = {p.name for p in shipped.iterdir()}
     assert {"model.safetensors", "config.json", "vocab.json", SHIPPED_REPORT} <= names
     report = json.loads((shipped / SHIPPED_REPORT).read_text())
@@ -61,3 +73,22 @@ def test_it_does_what_its_report_says(shipped: Path, tmp_path: Path) -> None:
     assert sampled["hard"]["accuracy"] >= 0.3
     for difficulty in ("easy", "hard"):
         assert 0.2 <= sampled[difficulty]["tool_use"] <= 0.9, difficulty
+
+
+def test_the_base_model_is_loaded_without_training_and_does_what_its_report_says(
+    shipped_base_model: Path, tmp_path: Path
+) -> None:
+    report = json.loads((shipped_base_model / SHIPPED_REPORT).read_text())
+    assert report["built_with"]["command"] == SHIP_COMMAND
+    logs: list[str] = []
+    model, tokenizer = load_policy(TINY_BASE_MODEL, cache_dir=tmp_path / "cache", log=logs.append)
+    assert logs == [] and not (tmp_path / "cache").exists()
+    measured = evaluate_cold_start(model, tokenizer, eval_size=report["eval_size"], max_new_tokens=160)
+    for key in ("accuracy", "tool_use"):
+        assert measured["greedy"]["all"][key] == pytest.approx(report["greedy"]["all"][key], abs=0.03), key
+    # What zero RL needs from it (trainer.base_corpus): easy problems answered in text, hard ones not,
+    # and code written rarely, so that RL has something to find and a long way to take it.
+    sampled = measured["sampled_t1"]
+    assert sampled["easy"]["accuracy"] >= 0.8
+    assert sampled["hard"]["accuracy"] <= 0.1
+    assert sampled["all"]["tool_use"] <= 0.1

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -54,6 +55,8 @@ from trainer.synthetic import arithmetic_examples
 # The cold starts tirlab ships, one directory per recipe fingerprint.
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 SHIPPED_REPORT = "report.json"
+# A shipped model's directory: its prefix and its recipe's fingerprint.
+_SHIPPED_NAME = re.compile(r"(.+)-([0-9a-f]{12})")
 # Bumped when the trace generator or training loop changes in a way the fingerprint cannot see.
 TINY_RECIPE_VERSION = 2
 
@@ -88,14 +91,18 @@ def tiny_cold_start(
 
 def tiny_fingerprint() -> str:
     """A short hash of everything that determines the cold-started tiny model."""
+    return recipe_fingerprint(version=TINY_RECIPE_VERSION, seed=TINY_SEED, sft=dataclasses.asdict(TINY_SFT))
+
+
+def recipe_fingerprint(**recipe: Any) -> str:
+    """A short hash of a tiny model's `recipe` (its training data and budget) together with what every
+    tiny model shares: architecture, tokenizer, chat and prompt templates."""
     recipe = {
-        "version": TINY_RECIPE_VERSION,
-        "seed": TINY_SEED,
+        **recipe,
         "config": tiny_config(CharTokenizer()).to_dict(),
         "vocab": CharTokenizer().get_vocab(),
         "chat_template": CHAT_TEMPLATE,
         "prompt_template": TINY_PROMPT_TEMPLATE,
-        "sft": dataclasses.asdict(TINY_SFT),
     }
     recipe["config"].pop("transformers_version", None)
     return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=str).encode()).hexdigest()[:12]
@@ -103,7 +110,12 @@ def tiny_fingerprint() -> str:
 
 def shipped_checkpoint() -> Path | None:
     """The shipped cold start of the current recipe, if there is one."""
-    path = SHIPPED_DIR / f"tiny-char-{tiny_fingerprint()}"
+    return shipped_model("tiny-char", tiny_fingerprint())
+
+
+def shipped_model(prefix: str, fingerprint: str) -> Path | None:
+    """The shipped model directory `<prefix>-<fingerprint>`, if it is there."""
+    path = SHIPPED_DIR / f"{prefix}-{fingerprint}"
     return path if (path / "model.safetensors").is_file() else None
 
 
@@ -113,19 +125,37 @@ def tiny_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -> P
 
     Trained once, even by concurrent runs, and never seen half-written (`build_once`).
     """
-    shipped = shipped_checkpoint()
+
+    def train(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+        tiny_cold_start(model, tokenizer, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE, log=log)
+
+    return shipped_or_built(TINY_MODEL, "tiny-char", tiny_fingerprint(), cache_dir, train, log=log)
+
+
+def shipped_or_built(
+    name: str,
+    prefix: str,
+    fingerprint: str,
+    cache_dir: Path,
+    train: Callable[[PreTrainedModel, PreTrainedTokenizerBase], None],
+    *,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Tiny model `name`'s directory: shipped as `<prefix>-<fingerprint>`, else cached under that name in
+    `cache_dir`, where `train` first trains it from the random initialisation (once, `build_once`)."""
+    shipped = shipped_model(prefix, fingerprint)
     if shipped is not None:
         return shipped
-    target = cache_dir / f"tiny-char-{tiny_fingerprint()}"
+    target = cache_dir / f"{prefix}-{fingerprint}"
 
-    def train(directory: Path) -> None:
-        log(f"cold-starting {TINY_MODEL} by SFT (cached at {target} for later runs)")
+    def build(directory: Path) -> None:
+        log(f"cold-starting {name} by SFT (cached at {target} for later runs)")
         model, tokenizer = build_tiny_model(seed=TINY_SEED)
-        tiny_cold_start(model, tokenizer, seed=TINY_SEED, template=TINY_PROMPT_TEMPLATE, log=log)
+        train(model, tokenizer)
         model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
 
-    return build_once(target, train)
+    return build_once(target, build)
 
 
 def cold_start_report(*, seed: int = 0, eval_size: int = 200, out: Path | None = None) -> dict[str, Any]:
@@ -147,35 +177,53 @@ def cold_start_report(*, seed: int = 0, eval_size: int = 200, out: Path | None =
 
 
 def evaluate_cold_start(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, eval_size: int, seed: int = 0
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    eval_size: int,
+    seed: int = 0,
+    max_new_tokens: int = 96,
 ) -> dict[str, Any]:
     """Accuracy and tool use on `eval_size` mixed test problems, greedy and sampled at temperature 1."""
     examples = arithmetic_examples(eval_size, seed=seed, difficulty="mixed", split="test")
+    kwargs = {"template": TINY_PROMPT_TEMPLATE, "max_new_tokens": max_new_tokens}
     return {
         "eval_size": eval_size,
-        "greedy": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE),
-        "sampled_t1": evaluate(model, tokenizer, examples, template=TINY_PROMPT_TEMPLATE, temperature=1.0),
+        "greedy": evaluate(model, tokenizer, examples, **kwargs),
+        "sampled_t1": evaluate(model, tokenizer, examples, temperature=1.0, **kwargs),
     }
 
 
 def ship_cold_start(*, eval_size: int = 200, log: Callable[[str], None] = print) -> Path:
     """Train the recipe's cold start and make it the shipped one, with its report; older shipped
     cold starts are removed. Returns the new directory."""
-    target = SHIPPED_DIR / f"tiny-char-{tiny_fingerprint()}"
+    log(f"training {TINY_MODEL}'s cold start")
+    return ship_model(
+        "tiny-char",
+        tiny_fingerprint(),
+        lambda out: cold_start_report(seed=TINY_SEED, eval_size=eval_size, out=out),
+        command="python -m trainer cold-start --ship",
+    )
+
+
+def ship_model(prefix: str, fingerprint: str, build: Callable[[Path], dict[str, Any]], *, command: str) -> Path:
+    """Make `build(directory)` (which saves a model there and returns its report) the shipped
+    `<prefix>-<fingerprint>`, its report beside it; older shipped builds of `prefix` are removed."""
+    target = SHIPPED_DIR / f"{prefix}-{fingerprint}"
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    log(f"training {TINY_MODEL}'s cold start into {target}")
-    report = cold_start_report(seed=TINY_SEED, eval_size=eval_size, out=partial)
+    report = build(partial)
     report["built_with"] = {
-        "command": "python -m trainer cold-start --ship",
+        "command": command,
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
     }
     (partial / SHIPPED_REPORT).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    for old in SHIPPED_DIR.glob("tiny-char-*"):
-        if old != partial:
+    for old in SHIPPED_DIR.iterdir():
+        match = _SHIPPED_NAME.fullmatch(old.name)
+        if old != partial and match is not None and match[1] == prefix:
             shutil.rmtree(old)
     partial.rename(target)
     return target
