@@ -21,6 +21,7 @@ baseline's measured in the same run.
     .venv/bin/python bench/async_training.py                       # 3 arms x 3 seeds x 10 steps
     .venv/bin/python bench/async_training.py --steps 20 --repeats 5
     .venv/bin/python bench/async_training.py --steps 3 --repeats 1  # smoke check
+    .venv/bin/python bench/async_training.py --preset zerotir-mini --steps 20 --repeats 2 --arms sync,async
 """
 
 from __future__ import annotations
@@ -42,12 +43,18 @@ sys.path.insert(0, str(REPO))
 
 from trainer.presets import preset_config  # noqa: E402 - after the path set-up above
 
-# name -> (preset, extra environment)
-ARMS: dict[str, tuple[str, dict[str, str]]] = {
-    "sync": ("quickstart", {}),
-    "sync-1-thread": ("quickstart", {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}),
-    "async": ("skyrl-async", {}),
-}
+
+def arms_for(preset: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """Arm name -> (preset, extra environment): `preset` as is, on one thread, and its async version
+    ('skyrl-async' for the quickstart, '<mini>-async' for a CPU mini)."""
+    return {
+        "sync": (preset, {}),
+        "sync-1-thread": (preset, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}),
+        "async": ("skyrl-async" if preset == "quickstart" else f"{preset}-async", {}),
+    }
+
+
+ARMS = arms_for("quickstart")
 BASELINE = "sync"
 CURVE_END = 3  # steps averaged for the end of the learning curve
 TIMINGS = ("timing_s/step", "timing_s/wait_rollout", "timing_s/train")
@@ -71,9 +78,17 @@ class Arm:
         return f"{min(values):.2f}..{max(values):.2f}"
 
 
-def run_arm(name: str, *, seed: int, steps: int, model_cache: Path, tmp: Path) -> dict[str, float]:
+def run_arm(
+    name: str,
+    *,
+    seed: int,
+    steps: int,
+    model_cache: Path,
+    tmp: Path,
+    arms: dict[str, tuple[str, dict[str, str]]] = ARMS,
+) -> dict[str, float]:
     """One run of arm `name`; its median timings, wall time and the end of its learning curve."""
-    preset, env = ARMS[name]
+    preset, env = arms[name]
     config = preset_config(preset).model_dump(mode="json")
     config["seed"] = seed
     out = tmp / f"{name}-seed{seed}"
@@ -100,9 +115,10 @@ def run_arm(name: str, *, seed: int, steps: int, model_cache: Path, tmp: Path) -
     return summary
 
 
-def print_table(arms: Sequence[Arm], steps: int, repeats: int, load_before: float) -> None:
+def print_table(arms: Sequence[Arm], steps: int, repeats: int, load_before: float, preset: str = "quickstart") -> None:
     print(
-        f"cores={os.cpu_count()} loadavg(before)={load_before:.2f} loadavg(after)={os.getloadavg()[0]:.2f} "
+        f"preset={preset} cores={os.cpu_count()} loadavg(before)={load_before:.2f} "
+        f"loadavg(after)={os.getloadavg()[0]:.2f} "
         f"steps={steps} repeats={repeats} (medians over repeats; curve end = mean of the last {CURVE_END} steps)"
     )
     print(
@@ -128,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10, help="GRPO steps per run (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="seeds; every arm runs once per seed")
     parser.add_argument(
+        "--preset",
+        default="quickstart",
+        help="the synchronous preset: quickstart (async arm: skyrl-async) or a CPU mini (async arm: <mini>-async)",
+    )
+    parser.add_argument(
         "--arms", default=",".join(ARMS), help=f"comma-separated, from: {', '.join(ARMS)} (default: all)"
     )
     parser.add_argument(
@@ -139,6 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="model cache (the shipped cold start needs none; default: $TIRLAB_MODEL_CACHE, else var/models)",
     )
     args = parser.parse_args(argv)
+    arm_presets = arms_for(args.preset)
+    try:
+        for preset, _ in arm_presets.values():
+            preset_config(preset)
+    except KeyError as exc:
+        parser.error(f"--preset {args.preset!r} has no async version: {exc}")
     names = [name.strip() for name in args.arms.split(",") if name.strip()]
     unknown = [name for name in names if name not in ARMS]
     if unknown or BASELINE not in names:
@@ -151,9 +178,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             order = arms[repeat % len(arms) :] + arms[: repeat % len(arms)]
             for arm in order:
                 arm.runs.append(
-                    run_arm(arm.name, seed=repeat, steps=args.steps, model_cache=args.model_cache, tmp=Path(tmp))
+                    run_arm(
+                        arm.name,
+                        seed=repeat,
+                        steps=args.steps,
+                        model_cache=args.model_cache,
+                        tmp=Path(tmp),
+                        arms=arm_presets,
+                    )
                 )
-    print_table(arms, args.steps, args.repeats, load_before)
+    print_table(arms, args.steps, args.repeats, load_before, args.preset)
     return 0
 
 

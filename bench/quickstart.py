@@ -39,6 +39,10 @@ COLUMNS = (
     ("easy tool use", "train/easy/tool_call_ratio"),
     ("hard accuracy", "train/hard/accuracy"),
     ("hard tool use", "train/hard/tool_call_ratio"),
+    # Multi-call presets (artist-mini): calls per response, and the chains that need two.
+    ("hard calls", "train/hard/tool_calls/mean"),
+    ("chain accuracy", "train/chain/accuracy"),
+    ("chain calls", "train/chain/tool_calls/mean"),
 )
 
 
@@ -82,22 +86,27 @@ def rows_at(values: list[dict[str, float]], at: list[int]) -> list[tuple[str, di
     return [(str(step), values[step]) for step in at if step < len(values)]
 
 
+def present(values: list[dict[str, float]]) -> tuple[tuple[str, str], ...]:
+    """The COLUMNS the run has: a run without easy problems has no easy accuracy, one without chains no chain calls."""
+    return tuple((label, key) for label, key in COLUMNS if any(key in v for v in values))
+
+
 def rows_windowed(values: list[dict[str, float]], size: int) -> list[tuple[str, dict[str, float]]]:
     rows = []
     for start in range(0, len(values), size):
         chunk = values[start : start + size]
-        means = {key: statistics.mean(v[key] for v in chunk if key in v) for _, key in COLUMNS}
+        means = {key: statistics.mean(v[key] for v in chunk if key in v) for _, key in present(chunk)}
         rows.append((f"{start}-{start + len(chunk) - 1}", means))
     return rows
 
 
-def table(rows: list[tuple[str, dict[str, float]]]) -> str:
-    header = "| step | " + " | ".join(label for label, _ in COLUMNS) + " |"
-    lines = [header, "|---:|" + "---:|" * len(COLUMNS)]
+def table(rows: list[tuple[str, dict[str, float]]], columns: tuple[tuple[str, str], ...] = COLUMNS) -> str:
+    header = "| step | " + " | ".join(label for label, _ in columns) + " |"
+    lines = [header, "|---:|" + "---:|" * len(columns)]
     for label, values in rows:
-        lines.append(f"| {label} | " + " | ".join(f"{values.get(key, float('nan')):.3f}" for _, key in COLUMNS) + " |")
+        lines.append(f"| {label} | " + " | ".join(f"{values.get(key, float('nan')):.3f}" for _, key in columns) + " |")
     first, last = rows[0][1], rows[-1][1]
-    ratios = [f"{last[key] / first[key]:.2f}" if first.get(key) else "—" for _, key in COLUMNS]
+    ratios = [f"{last[key] / first[key]:.2f}" if first.get(key) and key in last else "—" for _, key in columns]
     lines.append("| last / first | " + " | ".join(f"×{r}" for r in ratios) + " |")
     return "\n".join(lines)
 
@@ -154,7 +163,7 @@ def main() -> int:
         rows = rows_windowed(values, args.window)
     else:
         rows = rows_at(values, [int(step) for step in args.at.split(",")])
-    print(table(rows))
+    print(table(rows, present(values)))
     return 0
 
 

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX
 from trainer.protocols import PROTOCOL_NAMES, Protocol, get_protocol
 from trainer.sft_data import SFTDataError, SFTRow, parse_record
-from trainer.synthetic import arithmetic_examples
+from trainer.synthetic import DIFFICULTIES, arithmetic_examples
 from trainer.trajectory import Example
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
@@ -340,7 +340,8 @@ def load_dataset(
 ) -> list[Example]:
     """The examples a run config's dataset reference names.
 
-    - ``arithmetic`` (or ``arithmetic:easy`` / ``arithmetic:hard``): the seeded synthetic generator;
+    - ``arithmetic`` (or ``arithmetic:<level>``, a level of trainer.synthetic.DIFFICULTIES: ``easy``,
+      ``hard``, ``chain``, ``mixed``, ``multi``): the seeded synthetic generator;
       ``seed`` and ``size`` shape it, and ``split`` gives the validation split its own problems.
     - a name in `BUILTIN_FILES` (``gsm8k``, ``gsm8k-test``, ``toolrl-test``): that file, whatever
       ``split`` says, as on the dashboard.
@@ -358,8 +359,8 @@ def load_dataset(
         raise DatasetError(misuse)
     name, _, variant = ref.partition(":")
     if name == "arithmetic":
-        if variant not in ("", "easy", "hard", "mixed"):
-            raise DatasetError(f"unknown arithmetic difficulty '{variant}'; expected easy, hard or mixed")
+        if variant not in ("", *DIFFICULTIES):
+            raise DatasetError(f"unknown arithmetic difficulty '{variant}'; expected one of {', '.join(DIFFICULTIES)}")
         return arithmetic_examples(size, seed=seed, difficulty=variant or "mixed", split=split)
     if ref in BUILTIN_FILES:
         path = BUILTIN_FILES[ref].path

@@ -161,9 +161,16 @@ def step_metrics(
     return {prefix + name: value for name, value in metrics.items()}
 
 
-# The step metrics repeated per subset: what the policy does (answers right, calls the tool) and
-# what it is paid for it.
-SUBSET_METRICS: tuple[str, ...] = (ACCURACY, TOOL_CALL_RATIO, CODE_IN_CORRECT, "reward/mean", RESPONSE_LENGTH_MEAN)
+# The step metrics repeated per subset: what the policy does (answers right, calls the tool, and how
+# often: multi-call problems need more than one) and what it is paid for it.
+SUBSET_METRICS: tuple[str, ...] = (
+    ACCURACY,
+    TOOL_CALL_RATIO,
+    CODE_IN_CORRECT,
+    "reward/mean",
+    RESPONSE_LENGTH_MEAN,
+    "tool_calls/mean",
+)
 
 
 def subset_metrics(

@@ -14,7 +14,15 @@ were read from the papers when that table was written.
 
 from typing import Any
 
-from trainer.config import TINY_INIT_MODEL, TINY_MODEL, RunConfig, default_config, merge_overrides, validate_config
+from trainer.config import (
+    TINY_BASE_MODEL,
+    TINY_INIT_MODEL,
+    TINY_MODEL,
+    RunConfig,
+    default_config,
+    merge_overrides,
+    validate_config,
+)
 
 # trainer.models.SMOLLM2_MODEL, spelled out: importing trainer.models loads torch and transformers,
 # which the dashboard, reading these presets, does not need (tests/trainer/test_presets.py keeps them equal).
@@ -180,6 +188,61 @@ PRESETS: dict[str, dict[str, Any]] = {
             },
         },
     ),
+    # ARTIST at CPU scale: multi-turn tool use with ARTIST's protocol and reward (answer 2, format 0.5, share of
+    # calls that ran). The shipped tiny model is fine-tuned on 'artist-mini-sft' (trainer.artist_traces: one
+    # multiplication per <python> call, undecided how many calls to make), then trained on half hard products
+    # (one call needed) and half three-factor chains (two needed); a third call is allowed. 3 SFT epochs of 4,000
+    # traces: with 2, the step-0 policy copied hard products less well (accuracy 0.24 vs 0.34 at step 0).
+    # Measured (bench/quickstart.py --preset artist-mini --window 5, 2 cores shared with another run, load 3.5):
+    # SFT 375 steps in 257 s, 20 GRPO steps (median 7.9 s); step 0 -> mean of steps 15-19: calls per response on
+    # hard products 0.53 -> 1.00, on chains 0.79 -> 1.64; accuracy 0.22 -> 0.41, on hard products 0.34 -> 0.92.
+    # Chain accuracy stays near 0.04: the second call's copy of the first output is usually a digit off.
+    "artist-mini": merge_overrides(
+        _QUICKSTART,
+        {
+            "data": {"train_dataset": "arithmetic:multi", "val_dataset": "arithmetic:multi"},
+            "tools": {"protocol": "artist", "max_tool_calls": 3, "feedback": "tirlab"},
+            "reward": {"name": "artist", "params": {}},
+            "sft": {
+                "enabled": True,
+                "dataset": "artist-mini-sft",
+                "epochs": 3,
+                "learning_rate": 3e-3,
+                "batch_size": 32,
+            },
+        },
+    ),
+    # ZeroTIR at CPU scale: RL straight from a base model, no tool-use SFT. 'tirlab/tiny-char-base'
+    # (trainer.models.tiny_base) learned arithmetic text and Python notebooks (code, its printed output, the
+    # result restated) from trainer.base_corpus; asked "What is ...?" it answers in ZeroTIR's <think>/<answer>
+    # format and writes code in about 3% of answers (corpus code_share 0.03: with 0, it never does, and 30
+    # steps of this preset left its code-call ratio at 0.000 on every step, hard accuracy at most 0.013).
+    # Everything but the model, data, batch, rate and length is the zerotir preset's: python_markdown with
+    # 2 code runs and ZeroTIR's output text, its format-gated reward, clip 0.22/0.28 with dual clip 3, no KL,
+    # no std scaling, the group-accuracy filter 0.05-0.8 and its three sample filters. Ours, for 2 cores:
+    # 16 x 8 rollouts, lr 2e-4, no resampling of filtered groups, 20 steps (every group is past 0.8 by step
+    # ~10, so the filter leaves nothing to train on). Measured (bench/quickstart.py --preset zerotir-mini --window 5):
+    # see the README's ZeroTIR-mini table; with max_tool_calls 0 the same run's hard accuracy stays 0
+    # (tests/trainer/test_zerotir_mini_learns.py runs both).
+    "zerotir-mini": {
+        "model": {"name_or_path": TINY_BASE_MODEL},
+        "data": {"train_dataset": "arithmetic", "val_dataset": "arithmetic"},
+        "tools": {"protocol": "python_markdown", "max_tool_calls": 2, "feedback": "zerotir"},
+        "reward": {"name": "zerotir", "params": {}},
+        "rollout": {"prompts_per_step": 16, "group_size": 8, "temperature": 1.0},
+        "optim": {"learning_rate": 2e-4},
+        "grpo": {"clip_low": 0.22, "clip_high": 0.28, "kl_coef": 0.0, "scale_by_std": False, "clip_ratio_c": 3.0},
+        "filtering": {
+            "accuracy_min": 0.05,
+            "accuracy_max": 0.8,
+            "max_resample_batches": 0,
+            "drop_truncated_unsolved": True,
+            "repeatness_max": 0.2,
+            "trigram_repetition_max": 0.6,
+            "drop_shortcut": True,
+        },
+        "schedule": {"max_steps": 20},
+    },
     # A real pretrained model on CPU: SmolLM2-135M-Instruct (trainer.models.smollm2) on GSM8K with
     # ToRL's protocol, reward, learning rate (1e-6) and no KL (as the torl preset below). The batch
     # is ours, sized for two CPU cores: 4 prompts x 4 samples, 256 response tokens (ToRL's 2048 would
@@ -517,6 +580,8 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "quickstart-sft": "The quickstart with its cold start in the run: SFT of the tiny model from scratch, then GRPO.",
     "otc-mini": "OTC-GRPO's reward on the tiny model: tool use on easy problems falls to ~0, on hard ones rises to ~1.",
     "retool-mini": "ReTool on CPU: SFT to <code>/<interpreter> calls, then RL makes hard answers exact (tiny model).",
+    "artist-mini": "ARTIST on CPU: SFT to <python>/<output> calls, then RL settles calls per problem: 1 for products.",
+    "zerotir-mini": "ZeroTIR on CPU: RL from a base model, no tool-use SFT; code calls rise from 3% to ~all unaided.",
     "smollm2-gsm8k-cpu": "SmolLM2-135M-Instruct on GSM8K with ToRL's prompt and reward, 4x4 rollouts on CPU.",
     "torl": "ToRL's script: Qwen2.5-Math-1.5B, ```python tool calls, +1/-1 reward, 128x16, clip 0.2, no KL (GPU).",
     "zerotir": "ZeroTIR: Qwen2.5-7B, 2 code runs, format-gated reward, accuracy filter 0.05-0.8, clip 0.22/0.28 (GPU).",
@@ -528,6 +593,14 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "artist": "ARTIST: multi-turn tool use, answer + format + tool-success reward; no released script (GPU).",
     "skyrl-async": "The quickstart one step off-policy: the next step's rollouts run while this step trains (CPU).",
 }
+
+# Each CPU mini also runs SkyRL-style, one step off-policy (trainer.async_rollout): '<mini>-async' is the mini
+# with rollout.async_rollouts on and nothing else changed, so the two can be compared side by side
+# (bench/async_training.py --preset). ZeroTIR's own script trains this way (the zerotir preset).
+ASYNC_MINIS = ("zerotir-mini", "retool-mini", "otc-mini", "artist-mini")
+for _mini in ASYNC_MINIS:
+    PRESETS[f"{_mini}-async"] = merge_overrides(PRESETS[_mini], {"rollout": {"async_rollouts": True}})
+    PRESET_DESCRIPTIONS[f"{_mini}-async"] = f"{_mini} one step off-policy: next rollouts run while this step trains."
 
 
 class UnknownPreset(KeyError):

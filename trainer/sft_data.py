@@ -86,10 +86,21 @@ def _retool_mini(protocol: str) -> list[dict]:
     )
 
 
+def _artist_mini(protocol: str) -> list[dict]:
+    from trainer.artist_traces import artist_traces
+
+    # One multiplication per <python> call, undecided about how many calls to make (artist-mini).
+    return artist_traces()
+
+
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
 BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
     name: (BUILTIN_SFT_TRACES[name], generate)
-    for name, generate in (("tiny-cold-start", _tiny_cold_start), ("retool-mini-sft", _retool_mini))
+    for name, generate in (
+        ("tiny-cold-start", _tiny_cold_start),
+        ("retool-mini-sft", _retool_mini),
+        ("artist-mini-sft", _artist_mini),
+    )
 }
 
 

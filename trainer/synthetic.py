@@ -11,6 +11,13 @@ and + - * (answers of 1 to 7 characters) its cold start copied answers of 4 or m
 one run of three; with products of 10..99 it copied every 4-digit answer but few 3-digit ones (18%
 of those problems). From 32 up, every expression has 7 characters and every answer 4 digits.
 
+Chain problems multiply three such numbers ("What is 47 * 83 * 59?"), drawn again until the product
+has 6 digits: every first product has 4 digits and every answer 6, so their calls and answers have
+one length too. They need two tool calls from a policy that, as ARTIST-mini's traces teach it
+(trainer.artist_traces), runs one multiplication per call; a hard problem needs one.
+``multi`` mixes hard and chain problems, ``mixed`` easy and hard ones; adding levels left the
+streams of the older ones as they were (a new level draws only where it is chosen).
+
 The same seed, split and size always give the same problems, so a quickstart run is reproducible
 and its validation set never changes between runs.
 """
@@ -22,8 +29,10 @@ from typing import Literal
 
 from trainer.trajectory import Example
 
-Difficulty = Literal["easy", "hard", "mixed"]
-DIFFICULTIES: tuple[str, ...] = ("easy", "hard", "mixed")
+Difficulty = Literal["easy", "hard", "chain", "mixed", "multi"]
+DIFFICULTIES: tuple[str, ...] = ("easy", "hard", "chain", "mixed", "multi")
+# The levels a mix draws from, with equal odds.
+MIXES: dict[str, tuple[str, str]] = {"mixed": ("easy", "hard"), "multi": ("hard", "chain")}
 DATA_SOURCE = "arithmetic"
 DEFAULT_SIZES = {"train": 1000, "test": 200}
 
@@ -37,8 +46,8 @@ def arithmetic_examples(
     difficulty: Difficulty = "mixed",
     split: str = "train",
 ) -> list[Example]:
-    """``size`` problems (default 1000 for train, 200 otherwise); ``mixed`` draws each problem's
-    difficulty with equal odds. Ground truths are exact integer strings."""
+    """``size`` problems (default 1000 for train, 200 otherwise); a mix (``mixed``, ``multi``) draws
+    each problem's difficulty from its two levels with equal odds. Ground truths are exact integer strings."""
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {', '.join(DIFFICULTIES)}, got {difficulty!r}")
     count = DEFAULT_SIZES.get(split, DEFAULT_SIZES["test"]) if size is None else size
@@ -49,8 +58,8 @@ def arithmetic_examples(
     rng = random.Random(f"arithmetic:{seed}:{split}")
     examples = []
     for index in range(count):
-        level = difficulty if difficulty != "mixed" else rng.choice(("easy", "hard"))
-        expression, value = _easy(rng) if level == "easy" else _hard(rng)
+        level = rng.choice(MIXES[difficulty]) if difficulty in MIXES else difficulty
+        expression, value = _LEVELS[level](rng)
         examples.append(
             Example(
                 id=f"arithmetic-{split}-{index}",
@@ -74,6 +83,16 @@ def _easy(rng: random.Random) -> tuple[str, int]:
 def _hard(rng: random.Random) -> tuple[str, int]:
     a, b = rng.randint(32, 99), rng.randint(32, 99)
     return f"{a} * {b}", a * b
+
+
+def _chain(rng: random.Random) -> tuple[str, int]:
+    while True:
+        a, b, c = rng.randint(32, 99), rng.randint(32, 99), rng.randint(32, 99)
+        if a * b * c >= 100_000:  # at most 99**3 = 970299: 6 digits
+            return f"{a} * {b} * {c}", a * b * c
+
+
+_LEVELS = {"easy": _easy, "hard": _hard, "chain": _chain}
 
 
 def _evaluate(operands: list[int], operators: list[str]) -> int:

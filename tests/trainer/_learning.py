@@ -10,11 +10,21 @@ from statistics import mean
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_preset(preset: str, out: Path, model_cache: Path) -> list[dict[str, float]]:
-    """The per-step metric values of `python -m trainer run --preset PRESET`."""
+def run_preset(preset: str, out: Path, model_cache: Path, *, overrides: dict | None = None) -> list[dict[str, float]]:
+    """The per-step metric values of `python -m trainer run --preset PRESET`, or of the preset's
+    config with `overrides` merged over it (run with --config)."""
+    if overrides is None:
+        source = ["--preset", preset]
+    else:
+        from trainer.config import merge_overrides
+        from trainer.presets import preset_config
+
+        config = merge_overrides(preset_config(preset).model_dump(mode="json"), overrides)
+        out.mkdir(parents=True, exist_ok=True)
+        (out.parent / f"{out.name}.config.json").write_text(json.dumps(config))
+        source = ["--config", str(out.parent / f"{out.name}.config.json")]
     done = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", "--preset", preset, "--out", str(out),
-         "--model-cache", str(model_cache)],
+        [sys.executable, "-m", "trainer", "run", *source, "--out", str(out), "--model-cache", str(model_cache)],
         cwd=REPO, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

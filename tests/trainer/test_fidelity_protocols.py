@@ -231,6 +231,6 @@ def test_retool_a_long_output_is_cut_in_the_middle(tokenizer):
 # --- the CPU quickstart keeps the text its cold start was trained on -----------------------------
 
 
-@pytest.mark.parametrize("name", ["quickstart", "otc-mini", "skyrl-async"])
+@pytest.mark.parametrize("name", ["quickstart", "otc-mini", "skyrl-async", "artist-mini"])
 def test_tiny_presets_keep_tirlab_feedback(name: str) -> None:
     assert preset_config(name).tools.feedback == "tirlab"

@@ -205,15 +205,17 @@ def test_subset_metrics_are_the_step_metrics_of_each_labels_groups() -> None:
             "train/easy/code_in_correct": 0.5,
             "train/easy/reward/mean": 1.0,
             "train/easy/response_length/mean": 5.0,
+            "train/easy/tool_calls/mean": 0.5,
             # hard is groups a and b: the whole step of the hand-computed test above
             "train/hard/accuracy": 2 / 5,
             "train/hard/tool_call_ratio": 3 / 5,
             "train/hard/code_in_correct": 1 / 5,
             "train/hard/reward/mean": -0.2,
             "train/hard/response_length/mean": 30.0,
+            "train/hard/tool_calls/mean": 4 / 5,
         }
     )
-    assert list(metrics)[:5] == [f"train/easy/{name}" for name in SUBSET_METRICS]  # labels come sorted
+    assert list(metrics)[:6] == [f"train/easy/{name}" for name in SUBSET_METRICS]  # labels come sorted
 
 
 def test_unlabelled_groups_are_in_no_subset() -> None:

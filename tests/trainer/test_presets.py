@@ -1,7 +1,15 @@
 import pytest
 
 from trainer.config import RunConfig, default_config
-from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, UnknownPreset, preset_config, preset_names, preset_overrides
+from trainer.presets import (
+    ASYNC_MINIS,
+    PRESET_DESCRIPTIONS,
+    PRESETS,
+    UnknownPreset,
+    preset_config,
+    preset_names,
+    preset_overrides,
+)
 
 PAPERS = ["torl", "zerotir", "retool", "otc-grpo", "otc-ppo", "toolrl", "tool-n1", "artist", "skyrl-async"]
 
@@ -110,6 +118,28 @@ def test_paper_presets_carry_the_papers_knobs(name, expected):
         "async": config.rollout.async_rollouts,
     }
     assert {key: checks[key] for key in expected} == expected
+
+
+def test_zerotir_mini_runs_the_zerotir_presets_algorithm_on_the_tiny_base_model():
+    mini, paper = preset_config("zerotir-mini"), preset_config("zerotir")
+    assert mini.model.name_or_path == "tirlab/tiny-char-base" and not mini.sft.enabled
+    assert mini.tools.model_dump(include={"protocol", "max_tool_calls", "feedback"}) == paper.tools.model_dump(
+        include={"protocol", "max_tool_calls", "feedback"}
+    )
+    assert mini.reward == paper.reward and mini.grpo == paper.grpo
+    # The filters are ZeroTIR's but for resampling, which would triple a CPU step.
+    assert mini.filtering.model_dump(exclude={"max_resample_batches"}) == paper.filtering.model_dump(
+        exclude={"max_resample_batches"}
+    )
+
+
+@pytest.mark.parametrize("mini", ASYNC_MINIS)
+def test_each_mini_has_an_async_version_that_differs_only_in_async_rollouts(mini):
+    sync, off_policy = preset_config(mini).model_dump(), preset_config(f"{mini}-async").model_dump()
+    assert not sync["rollout"]["async_rollouts"] and off_policy["rollout"]["async_rollouts"]
+    off_policy["rollout"]["async_rollouts"] = False
+    assert off_policy == sync
+    assert f"{mini}-async" in PRESET_DESCRIPTIONS
 
 
 def test_a_preset_lists_only_overrides_and_a_copy_cannot_change_it():

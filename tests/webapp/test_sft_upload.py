@@ -138,7 +138,10 @@ def test_the_form_offers_traces_for_sft_dataset_and_problems_elsewhere(client, o
     assert datalist(page, "trace-choices") == [
         ("tiny-cold-start", "tiny-cold-start · python_markdown · built-in"),
         ("retool-mini-sft", "retool-mini-sft · retool · built-in"),
+        ("artist-mini-sft", "artist-mini-sft · artist · built-in"),
         (f"dataset:{traces.pk}", "traces · retool · 1 traces (uploaded)"),
     ]
     problems = [value for value, _ in datalist(page, "dataset-choices")]
     assert "gsm8k-test" in problems and f"dataset:{traces.pk}" not in problems
+    # The arithmetic generator's levels, which no upload stands for.
+    assert {"arithmetic", "arithmetic:easy", "arithmetic:hard", "arithmetic:multi"} <= set(problems)

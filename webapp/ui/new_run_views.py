@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
 from trainer.data import DatasetFormat
 from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
+from trainer.synthetic import DIFFICULTIES
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
 from webapp.runs.models import Experiment
@@ -27,9 +28,14 @@ def _preset_configs() -> dict[str, dict[str, Any]]:
 
 def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """What the dataset fields offer: (problems for data.train_dataset and data.val_dataset, SFT traces
-    for sft.dataset). Stored built-ins by name, the user's uploads as dataset:<id>, and the trace sets
-    tirlab generates by name, each with the protocol its traces are written in."""
-    problems: list[dict[str, str]] = []
+    for sft.dataset). The arithmetic generator's levels, stored built-ins by name, the user's uploads
+    as dataset:<id>, and the trace sets tirlab generates by name, each with the protocol its traces
+    are written in."""
+    # The seeded arithmetic generator (trainer.synthetic), one entry per level, 'arithmetic' itself the easy/hard mix.
+    problems = [
+        {"value": "arithmetic" if level == "mixed" else f"arithmetic:{level}", "label": f"{level} arithmetic, seeded"}
+        for level in DIFFICULTIES
+    ]
     traces = [
         {"value": name, "label": f"{name} · {protocol} · built-in"} for name, protocol in BUILTIN_SFT_TRACES.items()
     ]
