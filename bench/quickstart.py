@@ -2,10 +2,10 @@
 
 Runs `python -m trainer run --preset P` in a subprocess and prints:
 
-- the wall time of getting the tiny model's cold start (timed on its own: loading the shipped one from
-  trainer/models/shipped/, or, while a changed recipe is not shipped yet, its SFT into a fresh model
-  cache unless --model-cache names one that has it) and of the GRPO steps, with the median step
-  time from the run's own `timing_s/step`;
+- the wall time of getting the preset's model (timed on its own: loading the shipped tiny model --
+  the cold start, or the base model of zerotir-mini -- from trainer/models/shipped/, or, while a
+  changed recipe is not shipped yet, its SFT into a fresh model cache unless --model-cache names one
+  that has it) and of the GRPO steps, with the median step time from the run's own `timing_s/step`;
 - its learning table from its own `metrics.jsonl`: accuracy and tool use overall, on easy and on hard
   problems, at chosen steps (--at) or as means over windows of steps (--window N);
 - the ratio of the last row to the first (the run against its own cold start, measured in the same run);
@@ -17,6 +17,7 @@ Runs `python -m trainer run --preset P` in a subprocess and prints:
     .venv/bin/python bench/quickstart.py --preset otc-mini --window 10
     .venv/bin/python bench/quickstart.py --preset otc-mini --window 10 --seed 1    # another seed
     .venv/bin/python bench/quickstart.py --preset retool-mini          # prints its SFT phase too
+    .venv/bin/python bench/quickstart.py --preset zerotir-mini --override '{"tools": {"max_tool_calls": 0}}'
 """
 
 from __future__ import annotations
@@ -63,22 +64,26 @@ def timed(argv: list[str]) -> float:
     return time.monotonic() - start
 
 
-def cold_start(cache: Path) -> float:
-    """Seconds to build (or load, when cached) the tiny model's cold start into `cache`."""
+def cold_start(cache: Path, model: str) -> float:
+    """Seconds to load the preset's model, building it into `cache` first when it is neither shipped
+    nor cached (the tiny model's cold start, its base model, SmolLM2's conversion)."""
     code = (
-        "import sys; from pathlib import Path; from trainer.models import tiny_checkpoint; "
-        "tiny_checkpoint(Path(sys.argv[1]), log=lambda _: None)"
+        "import sys; from pathlib import Path; from trainer.models import load_policy; "
+        "load_policy(sys.argv[1], cache_dir=Path(sys.argv[2]), log=lambda _: None)"
     )
-    return timed([sys.executable, "-c", code, str(cache)])
+    return timed([sys.executable, "-c", code, model, str(cache)])
 
 
-def seeded_config(preset: str, seed: int, path: Path) -> Path:
-    """The preset's config with another seed, written to `path`: the trainer's CLI takes a seed only in a config."""
-    from trainer.config import validate_config
+def seeded_config(preset: str, seed: int | None, path: Path, overrides: dict | None = None) -> Path:
+    """The preset's config with another seed and `overrides` merged over it, written to `path`: the
+    trainer's CLI takes a seed only in a config."""
+    from trainer.config import merge_overrides, validate_config
     from trainer.presets import preset_config
 
-    config = preset_config(preset).model_dump(mode="json")
-    path.write_text(json.dumps(validate_config({**config, "seed": seed}).model_dump(mode="json")))
+    config = merge_overrides(preset_config(preset).model_dump(mode="json"), overrides or {})
+    if seed is not None:
+        config["seed"] = seed
+    path.write_text(json.dumps(validate_config(config).model_dump(mode="json")))
     return path
 
 
@@ -120,9 +125,22 @@ def main() -> int:
     parser.add_argument("--at", default="0,5,10,15,19", help="steps to show (default %(default)s)")
     parser.add_argument("--window", type=int, help="show means over windows of this many steps instead")
     parser.add_argument("--out", type=Path, help="keep the run's files here")
+    parser.add_argument(
+        "--override",
+        metavar="JSON",
+        help='config values merged over the preset\'s, e.g. \'{"tools": {"max_tool_calls": 0}}\'',
+    )
     args = parser.parse_args()
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
+    overrides = None
+    if args.override is not None:
+        try:
+            overrides = json.loads(args.override)
+        except json.JSONDecodeError as exc:
+            parser.error(f"--override is not valid JSON: {exc}")
+        if not isinstance(overrides, dict):
+            parser.error("--override must be a JSON object")
 
     import torch  # here: --help should not pay for it
 
@@ -131,12 +149,16 @@ def main() -> int:
         cache = args.model_cache or Path(tmp) / "models"
         out = args.out or Path(tmp) / "run"
         before = load()
-        err(f"cold start into {cache} …")
-        sft_s = cold_start(cache)
+        from trainer.presets import preset_config
+
+        model = preset_config(args.preset).model.name_or_path
+        err(f"{model} into {cache} …")
+        sft_s = cold_start(cache, model)
         err(f"python -m trainer run --preset {args.preset} …")
         run_from = ["--preset", args.preset]
-        if args.seed is not None:
-            run_from = ["--config", str(seeded_config(args.preset, args.seed, Path(tmp) / "config.json"))]
+        if args.seed is not None or overrides:
+            config = seeded_config(args.preset, args.seed, Path(tmp) / "config.json", overrides)
+            run_from = ["--config", str(config)]
         argv = [sys.executable, "-m", "trainer", "run", *run_from, "--out", str(out), "--model-cache", str(cache)]
         if args.max_steps:
             argv += ["--max-steps", str(args.max_steps)]
@@ -148,13 +170,17 @@ def main() -> int:
 
     step_s = statistics.median(v["timing_s/step"] for v in values)
     seed = "" if args.seed is None else f" with seed {args.seed}"
-    print(f"preset {args.preset}{seed}: {len(values)} GRPO steps")
+    changed = "" if overrides is None else f", overrides {json.dumps(overrides)}"
+    print(f"preset {args.preset}{seed}{changed}: {len(values)} GRPO steps")
     threads = torch.get_num_threads()
     print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
+    from trainer.config import TINY_BASE_MODEL, TINY_MODEL
+    from trainer.models.tiny_base import shipped_base
     from trainer.models.tiny_cold_start import shipped_checkpoint
 
-    source = "shipped" if shipped_checkpoint() else "cached" if args.model_cache else "SFT into an empty cache"
-    print(f"cold start ({source}) {sft_s:.0f} s; run {run_s:.0f} s "
+    shipped = {TINY_MODEL: shipped_checkpoint, TINY_BASE_MODEL: shipped_base}.get(model, lambda: None)()
+    source = "shipped" if shipped else "cached" if args.model_cache else "built into an empty cache"
+    print(f"model {model} ({source}) {sft_s:.0f} s; run {run_s:.0f} s "
           f"(median step {step_s:.2f} s); total {sft_s + run_s:.0f} s")  # fmt: skip
     if sft is not None:
         print(f"SFT phase in the run (sft.*): {sft['traces']:.0f} traces, {sft['steps']:.0f} steps in "
