@@ -99,3 +99,19 @@ def test_the_torl_preset_fills_its_paper_fields_and_a_cleared_mini_batch_means_n
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(shots) / "new_run_torl.png"), full_page=True)
+
+
+def test_the_zerotir_mini_preset_starts_from_the_base_model_with_zerotirs_filters(page, live_server, researcher):
+    open_form(page, live_server)
+    page.select_option("#preset-select", "zerotir-mini")
+    assert page.input_value("[name='config.model.name_or_path']") == "tirlab/tiny-char-base"
+    assert not page.is_checked("[name='config.sft.enabled']")  # zero RL: no tool-use SFT
+    assert page.input_value("[name='config.tools.max_tool_calls']") == "2"
+    assert page.input_value("[name='config.filtering.accuracy_min']") == "0.05"
+    assert page.input_value("[name='config.filtering.accuracy_max']") == "0.8"
+    assert page.is_checked("[name='config.filtering.drop_shortcut']")
+    assert "base model" in page.inner_text("#preset-description")
+    # Its one-step-off-policy version differs in that one field.
+    page.select_option("#preset-select", "zerotir-mini-async")
+    assert page.is_checked("[name='config.rollout.async_rollouts']")
+    assert page.input_value("[name='config.model.name_or_path']") == "tirlab/tiny-char-base"
