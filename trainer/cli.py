@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainer.config import TINY_BASE_MODEL, TINY_MODEL
+from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_MODEL
 from trainer.contract import RunStatus
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
@@ -127,10 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cold_start.add_argument(
         "--model",
-        choices=(TINY_MODEL, TINY_BASE_MODEL),
+        choices=(TINY_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL),
         default=TINY_MODEL,
-        help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default) or the base model zero RL "
-        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base)",
+        help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default), the base model zero RL "
+        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base) or the cold start in ARTIST's format "
+        f"({TINY_ARTIST_MODEL}, trainer.models.tiny_artist; only with --ship or --out)",
     )
     cold_start.set_defaults(handler=_cold_start)
 
@@ -212,7 +213,8 @@ def _cold_start(args: argparse.Namespace) -> int:
     from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED, cold_start_report, ship_cold_start
 
     base = args.model == TINY_BASE_MODEL
-
+    if args.model == TINY_ARTIST_MODEL:
+        return _artist_cold_start(args)
     if args.ship:
         if args.out is not None or args.seed != TINY_SEED:
             print(
@@ -227,6 +229,22 @@ def _cold_start(args: argparse.Namespace) -> int:
     print(
         json.dumps((base_report if base else cold_start_report)(seed=args.seed, eval_size=args.eval_size, out=args.out))
     )
+    return 0
+
+
+def _artist_cold_start(args: argparse.Namespace) -> int:
+    from trainer.models.tiny_artist import artist_report, ship_artist
+    from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED
+
+    cache = Path(os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models")
+    if args.seed != TINY_SEED or args.ship == (args.out is not None):
+        print(f"{TINY_ARTIST_MODEL} is built with seed 0, either --ship or into --out", file=sys.stderr)
+        return 2
+    if args.ship:
+        shipped = ship_artist(cache_dir=cache)
+        print(json.dumps(json.loads((shipped / SHIPPED_REPORT).read_text())))
+    else:
+        print(json.dumps(artist_report(out=args.out, cache_dir=cache)))
     return 0
 
 

@@ -21,7 +21,9 @@ TINY_MODEL = "tirlab/tiny-char"
 TINY_INIT_MODEL = "tirlab/tiny-char-init"
 # The same, trained as a base model (arithmetic text and Python notebooks, no tool call): where zero RL starts.
 TINY_BASE_MODEL = "tirlab/tiny-char-base"
-TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL)
+# The cold start fine-tuned to ARTIST's format (one multiplication per call): where artist-mini's RL starts.
+TINY_ARTIST_MODEL = "tirlab/tiny-char-artist"
+TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL)
 # Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
 # because the dashboard validates configs with this module without loading the trainer.
 BUILTIN_SFT_TRACES = {"tiny-cold-start": "python_markdown", "retool-mini-sft": "retool", "artist-mini-sft": "artist"}

@@ -15,6 +15,7 @@ were read from the papers when that table was written.
 from typing import Any
 
 from trainer.config import (
+    TINY_ARTIST_MODEL,
     TINY_BASE_MODEL,
     TINY_INIT_MODEL,
     TINY_MODEL,
@@ -189,27 +190,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
     ),
     # ARTIST at CPU scale: multi-turn tool use with ARTIST's protocol and reward (answer 2, format 0.5, share of
-    # calls that ran). The shipped tiny model is fine-tuned on 'artist-mini-sft' (trainer.artist_traces: one
-    # multiplication per <python> call, undecided how many calls to make), then trained on half hard products
-    # (one call needed) and half three-factor chains (two needed); a third call is allowed. 3 SFT epochs of 4,000
-    # traces: with 2, the step-0 policy copied hard products less well (accuracy 0.24 vs 0.34 at step 0).
-    # Measured (bench/quickstart.py --preset artist-mini --window 5, 2 cores shared with another run, load 3.5):
-    # SFT 375 steps in 257 s, 20 GRPO steps (median 7.9 s); step 0 -> mean of steps 15-19: calls per response on
-    # hard products 0.53 -> 1.00, on chains 0.79 -> 1.64; accuracy 0.22 -> 0.41, on hard products 0.34 -> 0.92.
-    # Chain accuracy stays near 0.04: the second call's copy of the first output is usually a digit off.
+    # calls that ran), on half hard products (one call needed) and half three-factor chains (two needed); a
+    # third call is allowed. ARTIST trains instruction-tuned models that can follow its format; ours is
+    # 'tirlab/tiny-char-artist' (trainer.models.tiny_artist), the shipped cold start fine-tuned on
+    # 'artist-mini-sft' (trainer.artist_traces: one multiplication per <python> call, undecided how many calls
+    # to make; 3 epochs of 4,000, since with 2 the policy copied hard products less well: accuracy 0.24 vs
+    # 0.34 at step 0). That SFT ran in every run of this preset until it was shipped (257 s on 2 busy cores);
+    # measured then (bench/quickstart.py --preset artist-mini --window 5, load 3.5), step 0 -> mean of steps
+    # 15-19: calls per response on hard products 0.53 -> 1.00, on chains 0.79 -> 1.64; accuracy 0.22 -> 0.41,
+    # on hard products 0.34 -> 0.92. Chain accuracy stays near 0.04: the second call's copy of the first
+    # output is usually a digit off.
     "artist-mini": merge_overrides(
         _QUICKSTART,
         {
+            "model": {"name_or_path": TINY_ARTIST_MODEL},
             "data": {"train_dataset": "arithmetic:multi", "val_dataset": "arithmetic:multi"},
             "tools": {"protocol": "artist", "max_tool_calls": 3, "feedback": "tirlab"},
             "reward": {"name": "artist", "params": {}},
-            "sft": {
-                "enabled": True,
-                "dataset": "artist-mini-sft",
-                "epochs": 3,
-                "learning_rate": 3e-3,
-                "batch_size": 32,
-            },
         },
     ),
     # ZeroTIR at CPU scale: RL straight from a base model, no tool-use SFT. 'tirlab/tiny-char-base'
@@ -580,7 +577,7 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "quickstart-sft": "The quickstart with its cold start in the run: SFT of the tiny model from scratch, then GRPO.",
     "otc-mini": "OTC-GRPO's reward on the tiny model: tool use on easy problems falls to ~0, on hard ones rises to ~1.",
     "retool-mini": "ReTool on CPU: SFT to <code>/<interpreter> calls, then RL makes hard answers exact (tiny model).",
-    "artist-mini": "ARTIST on CPU: SFT to <python>/<output> calls, then RL settles calls per problem: 1 for products.",
+    "artist-mini": "ARTIST on CPU: multi-turn <python>/<output> calls; RL settles calls per problem (1 on products).",
     "zerotir-mini": "ZeroTIR on CPU: RL from a base model, no tool-use SFT; code calls rise from 3% to ~all unaided.",
     "smollm2-gsm8k-cpu": "SmolLM2-135M-Instruct on GSM8K with ToRL's prompt and reward, 4x4 rollouts on CPU.",
     "torl": "ToRL's script: Qwen2.5-Math-1.5B, ```python tool calls, +1/-1 reward, 128x16, clip 0.2, no KL (GPU).",

@@ -1,11 +1,12 @@
-"""ARTIST-mini, run whole: SFT teaches ARTIST's syntax and one multiplication per call, RL finds how
-many calls each problem needs.
+"""ARTIST-mini, run whole: from a model that knows ARTIST's syntax and one multiplication per call,
+RL finds how many calls each problem needs.
 
-`python -m trainer run --preset artist-mini`: the shipped tiny model is fine-tuned on the
-'artist-mini-sft' traces (trainer.artist_traces), which call the tool for a product on only half of
-the problems and stop after one call on half of the chains, then trained with ARTIST's reward on
-hard products (one call needed) and three-factor chains (two needed). The test asserts from the
-run's own metrics that calls per response settle near those needs and that accuracy rises.
+`python -m trainer run --preset artist-mini` starts from 'tirlab/tiny-char-artist' (trainer.models.
+tiny_artist: the cold start fine-tuned on the 'artist-mini-sft' traces, which call the tool for a
+product on only half of the problems and stop after one call on half of the chains) and trains it
+with ARTIST's reward on hard products (one call needed) and three-factor chains (two needed). The
+test asserts from the run's own metrics that calls per response settle per kind of problem and that
+accuracy rises. Chain accuracy does not rise yet (README, "ARTIST-mini"), and is not asserted.
 """
 
 import json
@@ -39,5 +40,3 @@ def test_calls_settle_near_what_each_problem_needs_and_accuracy_rises(tiny_model
     assert calls and all(t["turns"][1]["text"].startswith("<output>") for t in calls)
     opened = sum(t["turns"][0]["text"].startswith("<think></think>\n<python>\nprint(") for t in calls)
     assert opened >= 0.9 * len(calls)
-    losses = json.loads((tmp_path / "run" / "sft.json").read_text())["losses"]
-    assert sum(losses[-20:]) / 20 < sum(losses[:20]) / 20 / 5

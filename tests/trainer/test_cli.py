@@ -194,6 +194,15 @@ def test_shipping_the_base_model_replaces_only_older_base_models(tmp_path: Path,
     assert tiny_base.base_checkpoint(tmp_path / "cache", log=pytest.fail) == shipped
 
 
+def test_the_artist_format_model_is_built_only_by_ship_or_into_out(tmp_path: Path, capsys) -> None:
+    from trainer.cli import main
+
+    assert main(["cold-start", "--model", "tirlab/tiny-char-artist"]) == 2
+    assert main(["cold-start", "--model", "tirlab/tiny-char-artist", "--ship", "--out", str(tmp_path)]) == 2
+    assert "--ship or into --out" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
 def test_cold_start_ship_takes_neither_out_nor_seed(tmp_path: Path, capsys) -> None:
     from trainer.cli import main
 

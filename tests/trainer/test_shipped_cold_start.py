@@ -9,6 +9,8 @@ import pytest
 
 from trainer.config import TINY_BASE_MODEL, TINY_MODEL
 from trainer.models import load_policy
+from trainer.models.tiny_artist import SHIP_COMMAND as ARTIST_COMMAND
+from trainer.models.tiny_artist import artist_fingerprint, shipped_artist
 from trainer.models.tiny_base import SHIP_COMMAND, base_fingerprint, shipped_base
 from trainer.models.tiny_cold_start import (
     SHIPPED_DIR,
@@ -43,7 +45,14 @@ def shipped_base_model() -> Path:
 
 
 def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
-    assert sorted(p.name for p in SHIPPED_DIR.iterdir()) == sorted([shipped.name, shipped_base_model.name])
+    artist = shipped_artist()
+    assert artist is not None, (
+        f"no shipped ARTIST-format model for its recipe (fingerprint {artist_fingerprint()}): rebuild it with "
+        f"`{ARTIST_COMMAND}` and commit {SHIPPED_DIR.name}/"
+    )
+    assert json.loads((artist / SHIPPED_REPORT).read_text())["built_with"]["command"] == ARTIST_COMMAND
+    names = sorted([shipped.name, shipped_base_model.name, artist.name])
+    assert sorted(p.name for p in SHIPPED_DIR.iterdir()) == names
     names = {p.name for p in shipped.iterdir()}
     assert {"model.safetensors", "config.json", "vocab.json", SHIPPED_REPORT} <= names
     report = json.loads((shipped / SHIPPED_REPORT).read_text())

@@ -139,10 +139,12 @@ def shipped_or_built(
     cache_dir: Path,
     train: Callable[[PreTrainedModel, PreTrainedTokenizerBase], None],
     *,
+    start: Callable[[], tuple[PreTrainedModel, PreTrainedTokenizerBase]] | None = None,
     log: Callable[[str], None] = print,
 ) -> Path:
     """Tiny model `name`'s directory: shipped as `<prefix>-<fingerprint>`, else cached under that name in
-    `cache_dir`, where `train` first trains it from the random initialisation (once, `build_once`)."""
+    `cache_dir`, where `train` first trains it from `start()` (default: the random initialisation),
+    once (`build_once`)."""
     shipped = shipped_model(prefix, fingerprint)
     if shipped is not None:
         return shipped
@@ -150,7 +152,7 @@ def shipped_or_built(
 
     def build(directory: Path) -> None:
         log(f"cold-starting {name} by SFT (cached at {target} for later runs)")
-        model, tokenizer = build_tiny_model(seed=TINY_SEED)
+        model, tokenizer = start() if start is not None else build_tiny_model(seed=TINY_SEED)
         train(model, tokenizer)
         model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
