@@ -47,6 +47,10 @@ class Proc:
         self.start()
 
     def start(self) -> None:
+        if self.alive():
+            # Starting again would drop the only handle on the running process: nothing would ever stop
+            # it, and it would outlive the test (as a fault drill's second restart once made it do).
+            raise RuntimeError(f"{self.name} is still running (pid {self.proc.pid}); stop it first")
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             self.argv,

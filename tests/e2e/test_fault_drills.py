@@ -40,13 +40,35 @@ def stack() -> Iterator[WebStack]:
         s.close()
 
 
+class Drill:
+    """A fault running in a thread; `finish()` waits for it and raises what it raised."""
+
+    def __init__(self, fault: Callable[[], None]) -> None:
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fault,))
+        self.thread.start()
+
+    def _run(self, fault: Callable[[], None]) -> None:
+        try:
+            fault()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread by finish()
+            self.error = exc
+
+    def finish(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 def stream(stack: WebStack, name: str, out: Path, faults: dict[int, Callable[[], None]]) -> tuple[int, int]:
     """A run whose trainer reports STEPS steps (metrics, a GRPO group of trajectories, a log line each);
-    at the steps named in `faults` the fault starts in a thread while the trainer keeps reporting.
-    Returns the run's id and how many times the reporter had to back off and retry."""
+    at the steps named in `faults` the fault starts in a thread while the trainer keeps reporting. A fault
+    waits for the one before it to end (two restarts of one process at once would start it twice), and
+    a fault that raised fails the test. Returns the run's id and how many times the reporter had to back
+    off and retry."""
     run_id, token = stack.create_run(name)
     url = stack.url(f"/api/v1/runs/{run_id}/ingest")
-    drills: list[threading.Thread] = []
+    drills: list[Drill] = []
     # The web's listening socket outlives its processes (the stack holds it, as devstack does), so a request
     # sent while they are down waits in the socket's backlog: a short timeout makes the reporter give up on
     # it and send it again, so that a retried batch the server did get after all is part of the drill.
@@ -57,8 +79,9 @@ def stream(stack: WebStack, name: str, out: Path, faults: dict[int, Callable[[],
         reporter.set_status("running")
         for step in range(STEPS):
             if step in faults:
-                drills.append(threading.Thread(target=faults[step]))
-                drills[-1].start()
+                if drills:
+                    drills[-1].finish()
+                drills.append(Drill(faults[step]))
             reporter.log_metrics(step, {"accuracy": step / STEPS, "reward/mean": 0.5})
             reporter.log_trajectories(
                 TrajectoryIn(step=step, prompt_index=0, sample_index=i, prompt="2+2?", reward=1.0, correct=True)
@@ -67,7 +90,7 @@ def stream(stack: WebStack, name: str, out: Path, faults: dict[int, Callable[[],
             reporter.log(f"step {step} done")
             time.sleep(0.02)
         for drill in drills:
-            drill.join()
+            drill.finish()
         reporter.set_status("succeeded")
     assert reporter.close(), f"reports left undelivered in {out}\n{stack.logs()}"
     return run_id, reporter.retries
