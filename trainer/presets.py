@@ -194,12 +194,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # third call is allowed. ARTIST trains instruction-tuned models that can follow its format; ours is
     # 'tirlab/tiny-char-artist' (trainer.models.tiny_artist), the shipped cold start fine-tuned on
     # 'artist-mini-sft' (trainer.artist_traces: one multiplication per <python> call, undecided how many calls
-    # to make; 3 epochs of 4,000, since with 2 the policy copied hard products less well: accuracy 0.24 vs
-    # 0.34 at step 0). That SFT ran in every run of this preset until it was shipped (257 s on 2 busy cores);
-    # measured then (bench/quickstart.py --preset artist-mini --window 5, load 3.5), step 0 -> mean of steps
-    # 15-19: calls per response on hard products 0.53 -> 1.00, on chains 0.79 -> 1.64; accuracy 0.22 -> 0.41,
-    # on hard products 0.34 -> 0.92. Chain accuracy stays near 0.04: the second call's copy of the first
-    # output is usually a digit off.
+    # to make; 3 epochs of 16,000 -- with 4,000 the second call's copy of the first output was usually a digit
+    # off and chain accuracy stayed near 0.04). Measured (bench/quickstart.py --preset artist-mini --window 5),
+    # means of steps 0-4 -> 15-19: calls per response on hard products 0.72 -> 1.12, on chains 1.08 -> 1.91;
+    # chain accuracy 0.36 -> 0.77, hard accuracy 0.69 -> 0.96, accuracy 0.53 -> 0.85.
     "artist-mini": merge_overrides(
         _QUICKSTART,
         {
@@ -577,7 +575,7 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "quickstart-sft": "The quickstart with its cold start in the run: SFT of the tiny model from scratch, then GRPO.",
     "otc-mini": "OTC-GRPO's reward on the tiny model: tool use on easy problems falls to ~0, on hard ones rises to ~1.",
     "retool-mini": "ReTool on CPU: SFT to <code>/<interpreter> calls, then RL makes hard answers exact (tiny model).",
-    "artist-mini": "ARTIST on CPU: multi-turn <python>/<output> calls; RL settles calls per problem (1 on products).",
+    "artist-mini": "ARTIST on CPU: multi-turn <python>/<output> calls; RL finds 1 call for a product, 2 for a chain.",
     "zerotir-mini": "ZeroTIR on CPU: RL from a base model, no tool-use SFT; code calls rise from 3% to ~all unaided.",
     "smollm2-gsm8k-cpu": "SmolLM2-135M-Instruct on GSM8K with ToRL's prompt and reward, 4x4 rollouts on CPU.",
     "torl": "ToRL's script: Qwen2.5-Math-1.5B, ```python tool calls, +1/-1 reward, 128x16, clip 0.2, no KL (GPU).",

@@ -1,12 +1,12 @@
 """ARTIST-mini, run whole: from a model that knows ARTIST's syntax and one multiplication per call,
-RL finds how many calls each problem needs.
+RL finds how many calls each problem needs, and the problems that need two get solved.
 
 `python -m trainer run --preset artist-mini` starts from 'tirlab/tiny-char-artist' (trainer.models.
 tiny_artist: the cold start fine-tuned on the 'artist-mini-sft' traces, which call the tool for a
 product on only half of the problems and stop after one call on half of the chains) and trains it
 with ARTIST's reward on hard products (one call needed) and three-factor chains (two needed). The
 test asserts from the run's own metrics that calls per response settle per kind of problem and that
-accuracy rises. Chain accuracy does not rise yet (README, "ARTIST-mini"), and is not asserted.
+accuracy rises, on chains too.
 """
 
 import json
@@ -20,19 +20,22 @@ from tests.trainer._learning import run_preset, window
 def test_calls_settle_near_what_each_problem_needs_and_accuracy_rises(tiny_model_cache, tmp_path):
     values = run_preset("artist-mini", tmp_path / "run", tiny_model_cache)
     assert len(values) == 20
-    first, start, end = slice(0, 1), slice(0, 3), slice(-5, None)
+    start, end = slice(0, 3), slice(-5, None)
     hard, chain = "train/hard/tool_calls/mean", "train/chain/tool_calls/mean"
-    # After SFT alone (step 0) the policy is undecided: fewer calls than either kind of problem needs
-    # (measured 0.35 and 0.53 on hard products, 0.81 and 0.79 on chains).
-    assert window(values, hard, first) < 0.75 and window(values, chain, first) < 1.1
-    # RL brings hard products to one call and chains towards two, each kind its own number (measured over
-    # the last five steps: hard 0.98 and 1.00, chains 1.59 and 1.64; chains overshoot, then settle).
-    assert 0.85 < window(values, hard, end) < 1.25
-    assert window(values, chain, end) > window(values, chain, first) + 0.5
-    assert window(values, chain, end) > window(values, hard, end) + 0.3
-    # And accuracy rises with it (measured 0.23 -> 0.43 and 0.25 -> 0.41; hard 0.41 -> 0.86 and 0.50 -> 0.92).
-    assert window(values, "accuracy", end) > window(values, "accuracy", start) + 0.1
-    assert window(values, "train/hard/accuracy", end) > window(values, "train/hard/accuracy", start) + 0.25
+    # After SFT alone (steps 0-2) the policy is undecided: fewer calls than either kind of problem needs
+    # (measured, means of steps 0-4 with seeds 0 and 1: 0.72 and 0.69 on hard products, 1.08 and 1.05 on chains).
+    assert window(values, hard, start) < 0.9 and window(values, chain, start) < 1.3
+    # RL brings hard products to one call and chains to two, each kind its own number (measured over the
+    # last five steps: hard 1.12 and 1.14, chains 1.91 and 1.91).
+    assert 0.85 < window(values, hard, end) < 1.35
+    assert window(values, chain, end) > 1.6
+    assert window(values, chain, end) > window(values, hard, end) + 0.5
+    # And accuracy rises with it, on the chains that need both calls as well (measured 0.53 -> 0.85 and
+    # 0.50 -> 0.84 overall, 0.69 -> 0.96 and 0.65 -> 0.95 on hard products, 0.36 -> 0.77 and 0.38 -> 0.74 on
+    # chains).
+    assert window(values, "accuracy", end) > window(values, "accuracy", start) + 0.15
+    assert window(values, "train/hard/accuracy", end) > window(values, "train/hard/accuracy", start) + 0.15
+    assert window(values, "train/chain/accuracy", end) > window(values, "train/chain/accuracy", start) + 0.2
     # ARTIST's format: a think block first, <python> calls answered by <output> blocks, then <answer>.
     assert window(values, "reward/format/mean", end) > 0.4
     trajectories = [json.loads(line) for line in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]

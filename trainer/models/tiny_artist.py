@@ -2,9 +2,10 @@
 
 ARTIST trains instruction-tuned models that can already follow its <think>/<python>/<output>/<answer>
 format; the tiny model learns it by SFT of the shipped cold start ('tirlab/tiny-char') on the
-'artist-mini-sft' traces (trainer.artist_traces): 3 epochs of 4,000 at lr 3e-3, 32 a step, the
-trainer's SFT loop on one thread with the runs' seed 0 -- the SFT phase artist-mini used to run in
-every run (257 s on 2 busy cores), done once and shipped beside the other tiny models:
+'artist-mini-sft' traces (trainer.artist_traces): 3 epochs of 16,000 at lr 3e-3, 32 a step, the
+trainer's SFT loop on one thread with the runs' seed 0 (1,500 steps, 852 s with another build on the
+other core). artist-mini ran 375 steps of it in every run while it had 4,000 traces; now it is done
+once and shipped beside the other tiny models:
 
     python -m trainer cold-start --model tirlab/tiny-char-artist --ship
 
