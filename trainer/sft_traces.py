@@ -37,6 +37,14 @@ ANSWER_FORMATS: dict[str, str] = {
 
 _QUESTION = re.compile(r"What is (?P<expression>.+)\?$")
 
+
+def choice_position(protocol: str) -> int:
+    """Where a call and a direct answer first differ in `protocol`'s syntax: the character at which
+    the policy chooses between them (the first for ```python / \\boxed, the "c" or "a" after the "<"
+    that ReTool's <code> and <answer> share)."""
+    call, answer = CALL_FORMATS[protocol], ANSWER_FORMATS[protocol]
+    return next(i for i, (a, b) in enumerate(zip(call, answer, strict=False)) if a != b)
+
 # The cached cold start is one fixed model, whatever the run's seed: runs differ in RL, not in
 # their starting point, and a single cache entry serves them all.
 TINY_SEED = 0
@@ -106,7 +114,9 @@ def tool_use_traces(
     (`tool_share`: one share for all, or one per difficulty), the others answer directly.
 
     Whatever the shares, the choice token of each trace weighs 1/2 over the share of its kind
-    (`choice_weight`): the weighted shares of calling and answering are then 1/2 each, so the
+    (`choice_weight` where the choice is the response's first character, else a weighted span on the
+    character where call and answer part, `choice_position`): the weighted shares of calling and
+    answering are then 1/2 each, so the
     cold-started policy calls the tool about half the time on every difficulty, while the mix can
     give the slow skills (easy answers from memory, copying on hard problems) more examples. The
     spans that carry what must be exact (the expression in print(), a right answer) weigh
@@ -116,6 +126,7 @@ def tool_use_traces(
     if protocol not in CALL_FORMATS:
         raise ValueError(f"no trace format for protocol {protocol!r}; expected one of {', '.join(CALL_FORMATS)}")
     tools = get_protocol(protocol)
+    parting = choice_position(protocol)
     rng = random.Random(f"sft-traces:{seed}")
     easy = round(size * easy_share)
     problems = arithmetic_examples(easy, seed=seed, difficulty="easy", split="sft") + arithmetic_examples(
@@ -151,13 +162,17 @@ def tool_use_traces(
         response += text
         if answer is not None:
             spans.append((at, at + len(boxed) + 1))  # the answer and its closing brace
+        choice = 0.5 / (share if calls else 1.0 - share)
+        weighted = [[a, b, content_weight] for a, b in spans] if content_weight != 1.0 else []
+        if parting:  # the first character is common to both branches: weight the one that differs
+            weighted = [[parting, parting + 1, choice], *weighted]
         rows.append(
             {
                 "prompt": example.prompt,
                 "response": response,
                 "tool_outputs": tool_outputs,
-                "choice_weight": 0.5 / (share if calls else 1.0 - share),
-                "weighted_spans": [[a, b, content_weight] for a, b in spans] if content_weight != 1.0 else [],
+                "choice_weight": 1.0 if parting else choice,
+                "weighted_spans": weighted,
                 "extra_info": {"difficulty": difficulty},
             }
         )

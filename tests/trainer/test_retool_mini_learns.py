@@ -1,10 +1,10 @@
-"""ReTool-mini, run whole: the SFT stage teaches ReTool's syntax, RL makes hard answers exact.
+"""ReTool-mini, run whole: the SFT stage teaches ReTool's syntax, RL raises hard accuracy over it.
 
 `python -m trainer run --preset retool-mini`: the shipped tiny model (trained on ```python calls) is
 fine-tuned on the 'retool-mini-sft' traces (<code>/<interpreter>/<answer>), then trained with
 ReTool's reward and tool text. Step 0's rollouts are the SFT-only policy's; the test asserts from
 the run's own metrics that it already calls the tool in ReTool's syntax, and that RL raises its
-accuracy by a clear margin.
+accuracy on hard problems, and overall, by a clear margin.
 """
 
 import json
@@ -19,14 +19,17 @@ def test_sft_teaches_the_retool_format_and_rl_raises_hard_accuracy(tiny_model_ca
     values = run_preset("retool-mini", tmp_path / "run", tiny_model_cache)
     assert len(values) == 20
     start, end = slice(0, 3), slice(-5, None)
-    # After SFT alone: the ReTool call syntax on most hard problems (the tiny model never saw it before).
-    assert window(values, "train/hard/tool_call_ratio", start) > 0.6
-    # RL raises accuracy over the SFT-only policy (measured 0.65 -> 0.87: easy problems move to the tool,
-    # which ReTool's turn shaping favours) without losing the hard problems SFT already solves (0.84 -> 0.90).
-    assert window(values, "accuracy", end) > window(values, "accuracy", start) + 0.12
     hard = "train/hard/accuracy"
-    assert window(values, hard, end) > window(values, hard, start) - 0.05
-    assert window(values, "train/easy/tool_call_ratio", end) > window(values, "train/easy/tool_call_ratio", start) + 0.3
+    # After SFT alone: the ReTool call syntax, undecided about calling (the traces weigh the choice so; the
+    # SFT-only policy called on 66% and 71% of hard problems over steps 0-4 with seeds 0 and 1).
+    assert 0.4 < window(values, "train/hard/tool_call_ratio", start) < 0.9
+    # RL raises hard-problem accuracy over the SFT-only policy, ReTool's claim (measured over steps 0-4 ->
+    # 15-19: 0.54 -> 0.76 and 0.65 -> 0.90), and accuracy with it (0.67 -> 0.83 and 0.68 -> 0.91) ...
+    assert window(values, hard, end) > window(values, hard, start) + 0.12
+    assert window(values, "accuracy", end) > window(values, "accuracy", start) + 0.08
+    # ... moving easy problems to the tool too, which ReTool's turn shaping favours (0.72 -> 0.99).
+    easy_calls = "train/easy/tool_call_ratio"
+    assert window(values, easy_calls, end) > window(values, easy_calls, start) + 0.15
     # The calls are ReTool's: <code> blocks answered by <interpreter> blocks, then <answer>.
     trajectories = [json.loads(line) for line in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
     calls = [t for t in trajectories if t["tool_call_count"]]

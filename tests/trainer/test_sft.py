@@ -6,7 +6,7 @@ from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
 from trainer.prompts import prompt_text
 from trainer.sft import encode_trace, evaluate, sft_train
 from trainer.sft_data import parse_rows
-from trainer.sft_traces import tool_use_traces
+from trainer.sft_traces import choice_position, tool_use_traces
 from trainer.synthetic import arithmetic_examples
 
 PROTOCOL = "python_markdown"
@@ -133,6 +133,22 @@ def test_the_choice_token_carries_the_choice_weight() -> None:
         assert mask[first] == trace.choice_weight == (2.0 if trace.tool_outputs else 0.5 / 0.75)
         assert tokenizer.convert_ids_to_tokens(ids[first]) == ("`" if trace.tool_outputs else "\\")
         assert set(mask[first + 1 :]) <= {0.0, 1.0}
+
+
+def test_where_call_and_answer_share_a_prefix_the_weight_falls_where_they_part() -> None:
+    # ReTool's <code> and <answer> both open with "<": the choice is the next character. Weighting the
+    # "<" (as the traces once did) left the "c"/"a" at the raw shares, so retool-mini's SFT made the
+    # policy call on 90% of hard problems instead of starting undecided.
+    assert choice_position("python_markdown") == 0 and choice_position("retool") == 1
+    _, tokenizer = build_tiny_model(seed=0)
+    share = 0.25
+    for trace in _rows(40, "retool", tool_share=share)[:8]:
+        ids, mask = _encode(tokenizer, trace, "retool")
+        first = len(tokenizer.encode(_prompt(tokenizer, trace, "retool"), add_special_tokens=False))
+        chosen = "c" if trace.tool_outputs else "a"
+        assert tokenizer.convert_ids_to_tokens(ids[first : first + 2]) == ["<", chosen]
+        assert mask[first] == 1.0
+        assert mask[first + 1] == (0.5 / share if trace.tool_outputs else 0.5 / (1 - share))
 
 
 def test_sft_loss_decreases_and_reports_progress() -> None:
