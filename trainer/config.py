@@ -68,7 +68,8 @@ class DataConfig(_Section):
         "arithmetic",
         min_length=1,
         description=(
-            "Built-in name ('arithmetic', 'gsm8k' = the GSM8K train file, 'gsm8k-test', 'toolrl-test' = "
+            "Built-in name ('arithmetic[:level]', 'function-calling[:easy|hard|mixed]' = generated JSON tool calls, "
+            "'gsm8k' = the GSM8K train file, 'gsm8k-test', 'toolrl-test' = "
             "ToolRL's test set, 'torl-test' = ToRL's test set, which you download), "
             f"'{DATASET_REF_PREFIX}<id>' for an uploaded one, or a file path."
         ),

@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX
+from trainer.fc_synthetic import LEVELS as FC_LEVELS
+from trainer.fc_synthetic import function_calling_examples
 from trainer.protocols import PROTOCOL_NAMES, Protocol, get_protocol
 from trainer.sft_data import SFTDataError, SFTRow, parse_record
 from trainer.synthetic import DIFFICULTIES, arithmetic_examples
@@ -81,7 +83,16 @@ USER_FILES: dict[str, BuiltinDataset] = {
         ),
     )
 }
-BUILTIN_DATASETS = ("arithmetic", "arithmetic:easy", "arithmetic:hard", *BUILTIN_FILES, *USER_FILES)
+BUILTIN_DATASETS = (
+    "arithmetic",
+    "arithmetic:easy",
+    "arithmetic:hard",
+    "function-calling",
+    *BUILTIN_FILES,
+    *USER_FILES,
+)
+# Seeded generators, named with an optional ":<level>" (trainer.synthetic, trainer.fc_synthetic).
+GENERATED = ("arithmetic", "function-calling")
 
 _PARQUET_MAGIC = b"PAR1"
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
@@ -310,7 +321,7 @@ def dataset_misuse(ref: str, *, sft: bool, format: str | None = None) -> str | N
     if format is not None:
         traces, problems = format == DatasetFormat.SFT_TRACES.value, format != DatasetFormat.SFT_TRACES.value
     else:
-        traces, problems = ref in BUILTIN_SFT_TRACES, ref in BUILTIN_DATASETS or ref.startswith("arithmetic:")
+        traces, problems = ref in BUILTIN_SFT_TRACES, ref in BUILTIN_DATASETS or ref.partition(":")[0] in GENERATED
     if sft and problems:
         return f"'{ref}' holds problems for RL, not SFT traces; use it as data.train_dataset or data.val_dataset"
     if not sft and traces:
@@ -343,6 +354,8 @@ def load_dataset(
     - ``arithmetic`` (or ``arithmetic:<level>``, a level of trainer.synthetic.DIFFICULTIES: ``easy``,
       ``hard``, ``chain``, ``mixed``, ``multi``): the seeded synthetic generator;
       ``seed`` and ``size`` shape it, and ``split`` gives the validation split its own problems.
+    - ``function-calling`` (or ``function-calling:<level>``: ``easy``, ``hard``, ``mixed``): the seeded
+      function-calling generator (trainer.fc_synthetic), shaped the same way.
     - a name in `BUILTIN_FILES` (``gsm8k``, ``gsm8k-test``, ``toolrl-test``): that file, whatever
       ``split`` says, as on the dashboard.
     - a name in `USER_FILES` (``torl-test``): the file the user put at its path; an error says where
@@ -362,6 +375,10 @@ def load_dataset(
         if variant not in ("", *DIFFICULTIES):
             raise DatasetError(f"unknown arithmetic difficulty '{variant}'; expected one of {', '.join(DIFFICULTIES)}")
         return arithmetic_examples(size, seed=seed, difficulty=variant or "mixed", split=split)
+    if name == "function-calling":
+        if variant not in ("", *FC_LEVELS):
+            raise DatasetError(f"unknown function-calling level '{variant}'; expected one of {', '.join(FC_LEVELS)}")
+        return function_calling_examples(size, seed=seed, level=variant or "mixed", split=split)
     if ref in BUILTIN_FILES:
         path = BUILTIN_FILES[ref].path
     elif ref in USER_FILES:

@@ -143,5 +143,6 @@ def test_the_form_offers_traces_for_sft_dataset_and_problems_elsewhere(client, o
     ]
     problems = [value for value, _ in datalist(page, "dataset-choices")]
     assert "gsm8k-test" in problems and f"dataset:{traces.pk}" not in problems
-    # The arithmetic generator's levels, which no upload stands for.
+    # The generators' levels (arithmetic, function calling), which no upload stands for.
     assert {"arithmetic", "arithmetic:easy", "arithmetic:hard", "arithmetic:multi"} <= set(problems)
+    assert {"function-calling", "function-calling:easy", "function-calling:hard"} <= set(problems)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
 from trainer.data import DatasetFormat
+from trainer.fc_synthetic import LEVELS as FC_LEVELS
 from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
 from trainer.synthetic import DIFFICULTIES
 from webapp.datasets.models import Dataset
@@ -35,6 +36,13 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     problems = [
         {"value": "arithmetic" if level == "mixed" else f"arithmetic:{level}", "label": f"{level} arithmetic, seeded"}
         for level in DIFFICULTIES
+    ] + [
+        # The seeded function-calling generator (trainer.fc_synthetic): JSON calls for tool_call_json runs.
+        {
+            "value": "function-calling" if level == "mixed" else f"function-calling:{level}",
+            "label": f"{level} function calling, seeded",
+        }
+        for level in FC_LEVELS
     ]
     traces = [
         {"value": name, "label": f"{name} · {protocol} · built-in"} for name, protocol in BUILTIN_SFT_TRACES.items()
