@@ -19,6 +19,10 @@ prompt told it about:
 - ``tool_n1``: Nemotron-Tool-N1's ``qwen_tool_prompts`` after the dataset's own system text, a JSON
   list of calls with ``arguments`` and the tools as ``<tools>`` signatures.
 - ``plain``: the question alone.
+- ``tool-signatures`` (for small models): the example's tools as one signature a line
+  (``get_weather(city: string, unit?: celsius|fahrenheit)``, ``?`` marking an optional parameter,
+  an enum as its values), then the question; no instructions. The papers' prompts run to thousands
+  of characters, past the tiny model's 1,024 positions; this is what the function-calling minis use.
 
 A template that lists tools keeps an example's own system message unchanged when the example has no
 structured tools: the papers' own parquet files (ToolRL's, Tool-N1's) carry their tool lists only
@@ -187,6 +191,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         own_system_default=_TOOL_N1_DEFAULT_SYSTEM,
     ),
     "plain": PromptTemplate("plain", user="{question}"),
+    "tool-signatures": PromptTemplate("tool-signatures", user="{tools}\n{question}", tools_format="signatures"),
 }
 
 # python_markdown's default is the chat form: the quickstart's tiny model and the SmolLM2 preset were
@@ -335,6 +340,8 @@ def _format_tools(tools: list[dict[str, Any]], style: str | None) -> str:
     if style is None:
         return ""
     specs = [_function_spec(tool) for tool in tools]
+    if style == "signatures":
+        return "\n".join(_signature(spec) for spec in specs)
     if style == "tool_n1":
         # One OpenAI function signature per line (verl_toolcall_preprocess.py:54-61 @f9b4849).
         return "\n".join(json.dumps({"type": "function", "function": spec}) for spec in specs)
@@ -346,6 +353,19 @@ def _format_tools(tools: list[dict[str, Any]], style: str | None) -> str:
         f"Parameters: {json.dumps(_toolrl_parameters(spec.get('parameters', {})))}"
         for index, spec in enumerate(specs, start=1)
     )
+
+
+def _signature(spec: Mapping[str, Any]) -> str:
+    """`name(a: string, b?: x|y)`: each parameter with its type, or an enum's values; `?` when optional."""
+    parameters = spec.get("parameters") or {}
+    properties = _toolrl_parameters(parameters)
+    required = set(parameters.get("required", [])) if isinstance(parameters, Mapping) else set()
+    parts = []
+    for name, param in (properties.items() if isinstance(properties, Mapping) else []):
+        param = param if isinstance(param, Mapping) else {}
+        kind = "|".join(str(v) for v in param["enum"]) if param.get("enum") else str(param.get("type", "any"))
+        parts.append(f"{name}{'' if name in required else '?'}: {kind}")
+    return f"{spec.get('name', '')}({', '.join(parts)})"
 
 
 def _toolrl_parameters(parameters: Any) -> Any:

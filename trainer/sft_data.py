@@ -6,7 +6,8 @@ A trace is one JSON object per line (JSONL) in either of two forms:
      "response": "```python\\nprint(47 * 83)\\n```\\n```output\\n3901\\n```\\n\\\\boxed{3901}",
      "tool_outputs": 1,                       # optional: how many output blocks are tool output (default: all)
      "choice_weight": 1.0,                    # optional: loss weight of the response's first token
-     "weighted_spans": [[start, end, weight]]}  # optional: loss weights of character spans of the response
+     "weighted_spans": [[start, end, weight]],  # optional: loss weights of character spans of the response
+     "tools": [{"name": ..., "parameters": {...}}]}  # optional: the tools offered, for templates that list them
 
     {"messages": [{"role": "system", ...}, {"role": "user", ...},
                   {"role": "assistant", "content": "<code>\\nprint(47 * 83)\\n</code>"},
@@ -199,9 +200,12 @@ def parse_record(record: Any, *, protocol: str, number: int, where: str) -> SFTR
                 f"len(response) = {len(response)} and weight >= 0, got {span!r}"
             )
         spans.append((int(span[0]), int(span[1]), float(span[2])))
+    offered = record.get("tools")
+    if offered is not None and not (isinstance(offered, list) and all(isinstance(t, dict) for t in offered)):
+        raise SFTDataError(f"{where}: 'tools' must be a list of tool objects")
     extra = record.get("extra_info") or {}
     return SFTRow(
-        example=Example(id=f"sft-{number}", prompt=prompt, ground_truth=None, data_source="sft"),
+        example=Example(id=f"sft-{number}", prompt=prompt, ground_truth=None, data_source="sft", tools=offered),
         response=response,
         tool_outputs=outputs,
         choice_weight=float(choice),

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import torch
 
 from trainer.async_rollout import Behaviour, RolloutPipeline, cpu_split, torch_threads
+from trainer.call_metrics import call_metrics
 from trainer.checkpoint import load_checkpoint, save_checkpoint
 from trainer.cold_start import run_sft
 from trainer.config import TINY_MODELS, RunConfig
@@ -411,6 +412,7 @@ class Trainer:
         metrics.update(
             subset_metrics([g.scored for g in seen], [subset_label(g.example) for g in seen], prefix="train/")
         )
+        metrics.update(self.call_metrics(seen))
         metrics["groups/kept"] = float(len(kept))
         metrics["groups/sampled"] = float(len(seen))
         metrics.update(step_filter.metrics())
@@ -598,6 +600,13 @@ class Trainer:
         self.step += 1
         return StepResult(step=step, metrics=metrics, groups=groups)
 
+    def call_metrics(self, groups: list[Group], prefix: str = "") -> dict[str, float]:
+        """JSON calls against the ground-truth calls (trainer.call_metrics), for runs whose calls are JSON."""
+        if self.config.tools.protocol != "tool_call_json":
+            return {}
+        texts = ((g.example.ground_truth, [s.completion.text for s in g.scored]) for g in groups)
+        return call_metrics(texts, prefix=prefix)
+
     def evaluate(self, step: int) -> dict[str, float]:
         """Greedy accuracy, and pass@k from k samples per prompt, on the validation split."""
         if not self.val_data:
@@ -609,6 +618,7 @@ class Trainer:
         metrics.update(
             subset_metrics([g.scored for g in greedy], [subset_label(g.example) for g in greedy], prefix="val/")
         )
+        metrics.update(self.call_metrics(greedy, prefix="val/"))
         k = self.config.schedule.eval_pass_k
         if k > 1:
             sampled, _ = self.roll(examples, group_size=k, seed=step)

@@ -116,6 +116,31 @@ def test_plain_is_the_question_alone() -> None:
     assert apply_template(math_example(), "artist", "plain") == [{"role": "user", "content": "What is 6 * 7?"}]
 
 
+def test_tool_signatures_list_each_tool_on_one_line_before_the_question() -> None:
+    schema = {
+        "name": "get_weather",
+        "description": "Weather.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"},
+            },
+            "required": ["city"],
+        },
+    }
+    timer = {"type": "function", "function": {"name": "set_timer", "parameters": {"minutes": {"type": "integer"}}}}
+    messages = apply_template(tool_example([schema, timer]), "tool_call_json", "tool-signatures")
+    assert messages == [
+        {
+            "role": "user",
+            "content": "get_weather(city: string, unit?: celsius|fahrenheit, days?: integer)\n"
+            "set_timer(minutes?: integer)\nWeather in Paris?",
+        }
+    ]
+
+
 def test_the_example_is_not_modified() -> None:
     example = math_example()
     apply_template(example, "retool")

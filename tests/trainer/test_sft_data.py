@@ -65,6 +65,7 @@ def test_a_question_string_is_a_user_message(tmp_path: Path) -> None:
             "'tool_outputs' is 1 but the 'retool' protocol finds 0 tool output block",
         ),
         ([{**PAIR, "choice_weight": "high"}], "'choice_weight' must be a number"),
+        ([{**PAIR, "tools": {"name": "f"}}], "'tools' must be a list of tool objects"),
         ([{**PAIR, "weighted_spans": [[0, 10_000, 2.0]]}], "each weighted span is"),
         ([{"prompt": [{"role": "system", "content": "s"}], "response": "x"}], "'prompt' has no user message"),
         ([{"messages": [{"role": "user", "content": "q"}]}], "needs a user message, then an assistant message"),

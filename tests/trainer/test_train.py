@@ -70,6 +70,33 @@ def test_step_and_validation_metrics_are_split_by_difficulty(random_tiny, tmp_pa
             for name in ("accuracy", "tool_call_ratio", "reward/mean"):
                 assert f"{prefix}{difficulty}/{name}" in values, f"{prefix}{difficulty}/{name}"
     assert all(0.0 <= values[f"train/{d}/accuracy"] <= 1.0 for d in ("easy", "hard"))
+    assert not any(name.startswith(("calls/", "val/calls/")) for name in values)  # no JSON calls, no call metrics
+
+
+def test_a_function_calling_run_reports_its_calls_against_the_ground_truth(random_tiny, tmp_path):
+    config = small_config(
+        str(random_tiny),
+        data={
+            "train_dataset": "function-calling",
+            "val_dataset": "function-calling:easy",
+            "prompt_template": "tool-signatures",
+            "max_prompt_tokens": 600,
+        },
+        tools={"protocol": "tool_call_json", "max_tool_calls": 1},
+        reward={"name": "toolrl", "params": {"schedule": "constant"}},
+        schedule={"max_steps": 1, "eval_every": 1, "checkpoint_every": 0},
+    )
+    train(config, tmp_path)
+    (metrics,) = read_jsonl(tmp_path / "metrics.jsonl")
+    values = metrics["values"]
+    for prefix in ("", "val/"):
+        for name in ("exact_match", "name_accuracy", "param_accuracy", "format_error_ratio"):
+            assert 0.0 <= values[f"{prefix}calls/{name}"] <= 1.0
+    # A random model writes no well-formed call: every completion is a format error.
+    assert values["calls/format_error_ratio"] == 1.0 and values["calls/exact_match"] == 0.0
+    # The prompt listed the offered tools as signatures (trainer.prompts, 'tool-signatures').
+    reported = read_jsonl(tmp_path / "trajectories.jsonl")[0]
+    assert "(" in json.dumps(reported["prompt"]) and ": string" in json.dumps(reported["prompt"])
 
 
 def test_groups_without_signal_are_dropped_when_asked(random_tiny, tmp_path):

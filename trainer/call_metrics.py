@@ -1,0 +1,122 @@
+"""What researchers of ToolRL and Tool-N1 read off a function-calling run: each completion's JSON calls
+against the example's ground-truth calls, whichever reward the run trains with.
+
+Per completion (`call_scores`), averaged over a step's completions (`call_metrics`):
+
+- ``calls/exact_match``: the calls equal the ground truth's as a multiset of (name, arguments) --
+  Tool-N1's test (`trainer.rewards.tool_n1.calls_match`: order and key order do not matter); a
+  ground truth of no call is matched by a well-formed reply that makes none.
+- ``calls/name_accuracy``: tool names in common (as multisets) over the larger of the two call
+  counts; 1 when both make no call.
+- ``calls/param_accuracy``: each ground-truth call is paired with the first unpaired predicted call
+  of its name; (key, value) pairs in common, over the larger argument count of each pair plus the
+  arguments of every unpaired call on either side (an argument-less call counts 1); 1 when there
+  are no arguments and no calls on either side.
+- ``calls/format_error_ratio``: completions with neither a well-formed ``<tool_call>`` block nor a
+  ``<response>`` reply (a block whose JSON does not parse in either paper's layout is malformed).
+
+The calls are read as `trainer.protocols.tool_call_json` reads them: Tool-N1's layout (the last block,
+one JSON list) first, then ToolRL's (the first block, one call per line); ``parameters`` and
+``arguments`` both name a call's arguments. ``tool_calls/mean`` (trainer.metrics) is the calls per
+response.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from trainer.protocols.tool_call_json import parse_calls_lines, parse_calls_list
+
+EXACT_MATCH = "calls/exact_match"
+NAME_ACCURACY = "calls/name_accuracy"
+PARAM_ACCURACY = "calls/param_accuracy"
+FORMAT_ERROR_RATIO = "calls/format_error_ratio"
+CALL_METRICS = (EXACT_MATCH, NAME_ACCURACY, PARAM_ACCURACY, FORMAT_ERROR_RATIO)
+
+
+def normalize_calls(calls: Iterable[Any]) -> list[dict[str, Any]] | None:
+    """Calls as {"name", "arguments"}; None when one is not an object with a string name and object arguments."""
+    out = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            return None
+        arguments = call.get("arguments", call.get("parameters", {}))
+        if not isinstance(arguments, dict):
+            return None
+        out.append({"name": call["name"], "arguments": arguments})
+    return out
+
+
+def predicted_calls(text: str) -> list[dict[str, Any]] | None:
+    """The calls a completion makes: [] for a reply without a <tool_call> block, None when its block is malformed
+    or it has neither a block nor a <response>."""
+    if "<tool_call>" not in text:
+        return [] if "<response>" in text and "</response>" in text else None
+    for parse in (parse_calls_list, parse_calls_lines):
+        calls = parse(text)
+        if calls is not None and (normalized := normalize_calls(calls)) is not None:
+            return normalized
+    return None
+
+
+def ground_truth_calls(ground_truth: Any) -> list[dict[str, Any]] | None:
+    """The example's calls, from a list of calls or ToolRL's text form; None for anything else (no call metrics)."""
+    if isinstance(ground_truth, str):
+        if "<tool_call>" not in ground_truth:
+            return [] if "<response>" in ground_truth else None
+        calls = parse_calls_lines(ground_truth)
+        return None if calls is None else normalize_calls(calls)
+    if isinstance(ground_truth, list):
+        return normalize_calls(ground_truth)
+    return None
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def call_scores(text: str, truth: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The four call metrics of one completion against ground-truth calls (normalized)."""
+    made = predicted_calls(text)
+    calls = made or []
+    exact = made is not None and Counter((c["name"], _key(c["arguments"])) for c in calls) == Counter(
+        (c["name"], _key(c["arguments"])) for c in truth
+    )
+    names = Counter(c["name"] for c in calls) & Counter(c["name"] for c in truth)
+    biggest = max(len(calls), len(truth))
+    name_accuracy = sum(names.values()) / biggest if biggest else 1.0
+    unpaired = list(calls)
+    matched = total = 0
+    for want in truth:
+        got = next((c for c in unpaired if c["name"] == want["name"]), None)
+        if got is None:
+            total += max(1, len(want["arguments"]))
+            continue
+        unpaired.remove(got)
+        args = got["arguments"]
+        matched += sum(k in args and _key(args[k]) == _key(v) for k, v in want["arguments"].items())
+        total += max(len(want["arguments"]), len(got["arguments"]))
+    total += sum(max(1, len(c["arguments"])) for c in unpaired)
+    return {
+        EXACT_MATCH: float(exact),
+        NAME_ACCURACY: name_accuracy,
+        PARAM_ACCURACY: matched / total if total else 1.0,
+        FORMAT_ERROR_RATIO: float(made is None),
+    }
+
+
+def call_metrics(texts_by_prompt: Iterable[tuple[Any, Sequence[str]]], *, prefix: str = "") -> dict[str, float]:
+    """The call metrics averaged over every completion of the prompts whose ground truth is calls:
+    `texts_by_prompt` gives each prompt's ground truth with its completions' texts. Empty when none is."""
+    rows = [
+        call_scores(text, truth)
+        for ground_truth, texts in texts_by_prompt
+        if (truth := ground_truth_calls(ground_truth)) is not None
+        for text in texts
+    ]
+    if not rows:
+        return {}
+    return {prefix + name: sum(row[name] for row in rows) / len(rows) for name in CALL_METRICS}
