@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from enum import Enum
@@ -91,8 +91,22 @@ BUILTIN_DATASETS = (
     *BUILTIN_FILES,
     *USER_FILES,
 )
-# Seeded generators, named with an optional ":<level>" (trainer.synthetic, trainer.fc_synthetic).
-GENERATED = ("arithmetic", "function-calling")
+# Seeded generators, named with an optional ":<level>" (trainer.synthetic, trainer.fc_synthetic): their
+# levels, what a level is called in an error, and how to make `size` examples of a level.
+_Generate = Callable[[int | None, int, str, str], list[Example]]
+GENERATORS: dict[str, tuple[tuple[str, ...], str, _Generate]] = {
+    "arithmetic": (
+        DIFFICULTIES,
+        "difficulty",
+        lambda size, seed, level, split: arithmetic_examples(size, seed=seed, difficulty=level, split=split),  # type: ignore[arg-type]
+    ),
+    "function-calling": (
+        FC_LEVELS,
+        "level",
+        lambda size, seed, level, split: function_calling_examples(size, seed=seed, level=level, split=split),  # type: ignore[arg-type]
+    ),
+}
+GENERATED = tuple(GENERATORS)
 
 _PARQUET_MAGIC = b"PAR1"
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
@@ -371,14 +385,11 @@ def load_dataset(
     if misuse := dataset_misuse(ref, sft=False):
         raise DatasetError(misuse)
     name, _, variant = ref.partition(":")
-    if name == "arithmetic":
-        if variant not in ("", *DIFFICULTIES):
-            raise DatasetError(f"unknown arithmetic difficulty '{variant}'; expected one of {', '.join(DIFFICULTIES)}")
-        return arithmetic_examples(size, seed=seed, difficulty=variant or "mixed", split=split)
-    if name == "function-calling":
-        if variant not in ("", *FC_LEVELS):
-            raise DatasetError(f"unknown function-calling level '{variant}'; expected one of {', '.join(FC_LEVELS)}")
-        return function_calling_examples(size, seed=seed, level=variant or "mixed", split=split)
+    if name in GENERATORS:
+        levels, noun, generate = GENERATORS[name]
+        if variant not in ("", *levels):
+            raise DatasetError(f"unknown {name} {noun} '{variant}'; expected one of {', '.join(levels)}")
+        return generate(size, seed, variant or "mixed", split)
     if ref in BUILTIN_FILES:
         path = BUILTIN_FILES[ref].path
     elif ref in USER_FILES:

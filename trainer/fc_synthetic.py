@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from trainer.synthetic import example_count
 from trainer.trajectory import Example
 
 Level = Literal["easy", "hard", "mixed"]
 LEVELS: tuple[str, ...] = ("easy", "hard", "mixed")
 DATA_SOURCE = "function-calling"
-DEFAULT_SIZES = {"train": 1000, "test": 200}
 
 CITIES = ("Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Denver", "Madrid", "Seoul", "Nairobi", "Perth")
 PEOPLE = ("Ana", "Ben", "Chen", "Dara", "Eli", "Femi", "Greta", "Hugo", "Iris", "Jon")
@@ -241,9 +241,7 @@ def function_calling_examples(
     """``size`` examples (default 1000 for train, 200 otherwise) of the given level (see the module)."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    count = DEFAULT_SIZES.get(split, DEFAULT_SIZES["test"]) if size is None else size
-    if count < 0:
-        raise ValueError(f"size must be >= 0, got {count}")
+    count = example_count(size, split)
     rng = random.Random(f"function-calling:{seed}:{split}:{level}")
     examples = []
     for index in range(count):

@@ -39,6 +39,14 @@ DEFAULT_SIZES = {"train": 1000, "test": 200}
 _OPERATORS = ("+", "-", "*")
 
 
+def example_count(size: int | None, split: str) -> int:
+    """How many examples a seeded generator makes: `size`, or by default 1000 for train and 200 otherwise."""
+    count = DEFAULT_SIZES.get(split, DEFAULT_SIZES["test"]) if size is None else size
+    if count < 0:
+        raise ValueError(f"size must be >= 0, got {count}")
+    return count
+
+
 def arithmetic_examples(
     size: int | None = None,
     *,
@@ -50,9 +58,7 @@ def arithmetic_examples(
     each problem's difficulty from its two levels with equal odds. Ground truths are exact integer strings."""
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {', '.join(DIFFICULTIES)}, got {difficulty!r}")
-    count = DEFAULT_SIZES.get(split, DEFAULT_SIZES["test"]) if size is None else size
-    if count < 0:
-        raise ValueError(f"size must be >= 0, got {count}")
+    count = example_count(size, split)
     # A string seed is hashed (SHA-512) by random.Random, so every split gets its own stream that is
     # the same in every process and Python version, unlike hash() of a str.
     rng = random.Random(f"arithmetic:{seed}:{split}")
