@@ -8,10 +8,11 @@ Per completion (`call_scores`), averaged over a step's completions (`call_metric
   ground truth of no call is matched by a well-formed reply that makes none.
 - ``calls/name_accuracy``: tool names in common (as multisets) over the larger of the two call
   counts; 1 when both make no call.
-- ``calls/param_accuracy``: each ground-truth call is paired with the first unpaired predicted call
-  of its name; (key, value) pairs in common, over the larger argument count of each pair plus the
-  arguments of every unpaired call on either side (an argument-less call counts 1); 1 when there
-  are no arguments and no calls on either side.
+- ``calls/param_accuracy``: each ground-truth call, in order, is paired with the unpaired predicted
+  call of its name that has the most of its arguments (`pair_calls`: two calls of one tool made in
+  the other order still pair up right); (key, value) pairs in common, over the larger argument count
+  of each pair plus the arguments of every unpaired call on either side (an argument-less call
+  counts 1); 1 when there are no arguments and no calls on either side.
 - ``calls/format_error_ratio``: completions with neither a well-formed ``<tool_call>`` block nor a
   ``<response>`` reply (a block whose JSON does not parse in either paper's layout is malformed).
 
@@ -28,13 +29,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from trainer.contract import CALL_METRICS, EXACT_MATCH, FORMAT_ERROR_RATIO, NAME_ACCURACY, PARAM_ACCURACY
 from trainer.protocols.tool_call_json import parse_calls_lines, parse_calls_list
-
-EXACT_MATCH = "calls/exact_match"
-NAME_ACCURACY = "calls/name_accuracy"
-PARAM_ACCURACY = "calls/param_accuracy"
-FORMAT_ERROR_RATIO = "calls/format_error_ratio"
-CALL_METRICS = (EXACT_MATCH, NAME_ACCURACY, PARAM_ACCURACY, FORMAT_ERROR_RATIO)
 
 
 def normalize_calls(calls: Iterable[Any]) -> list[dict[str, Any]] | None:
@@ -78,6 +74,32 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two argument values are equal as JSON (key order aside; 5 and "5" differ)."""
+    return _key(a) == _key(b)
+
+
+def matching_arguments(want: dict[str, Any], got: dict[str, Any]) -> int:
+    """How many of `want`'s (key, value) arguments `got` has."""
+    return sum(k in got["arguments"] and same_value(got["arguments"][k], v) for k, v in want["arguments"].items())
+
+
+def pair_calls(
+    truth: Sequence[dict[str, Any]], made: Sequence[dict[str, Any]]
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any] | None]], list[dict[str, Any]]]:
+    """Each ground-truth call, in order, with the unpaired predicted call of its name that has the most
+    of its arguments (the first of those on a tie), or None; and the predicted calls left unpaired."""
+    unpaired = list(made)
+    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for want in truth:
+        same_name = [c for c in unpaired if c["name"] == want["name"]]
+        got = max(same_name, key=lambda c: matching_arguments(want, c), default=None)
+        if got is not None:
+            unpaired.remove(got)
+        pairs.append((want, got))
+    return pairs, unpaired
+
+
 def call_scores(text: str, truth: Sequence[dict[str, Any]]) -> dict[str, float]:
     """The four call metrics of one completion against ground-truth calls (normalized)."""
     made = predicted_calls(text)
@@ -88,16 +110,13 @@ def call_scores(text: str, truth: Sequence[dict[str, Any]]) -> dict[str, float]:
     names = Counter(c["name"] for c in calls) & Counter(c["name"] for c in truth)
     biggest = max(len(calls), len(truth))
     name_accuracy = sum(names.values()) / biggest if biggest else 1.0
-    unpaired = list(calls)
+    pairs, unpaired = pair_calls(truth, calls)
     matched = total = 0
-    for want in truth:
-        got = next((c for c in unpaired if c["name"] == want["name"]), None)
+    for want, got in pairs:
         if got is None:
             total += max(1, len(want["arguments"]))
             continue
-        unpaired.remove(got)
-        args = got["arguments"]
-        matched += sum(k in args and _key(args[k]) == _key(v) for k, v in want["arguments"].items())
+        matched += matching_arguments(want, got)
         total += max(len(want["arguments"]), len(got["arguments"]))
     total += sum(max(1, len(c["arguments"])) for c in unpaired)
     return {

@@ -90,6 +90,21 @@ CODE_IN_CORRECT = "code_in_correct"
 RESPONSE_LENGTH_MEAN = "response_length/mean"
 TOOL_PRODUCTIVITY = "tool_productivity"
 HEADLINE_METRICS = (ACCURACY, TOOL_CALL_RATIO, CODE_IN_CORRECT, RESPONSE_LENGTH_MEAN, TOOL_PRODUCTIVITY)
+# A function-calling run's (protocol tool_call_json) calls against the ground-truth calls (trainer.call_metrics),
+# with the calls per response: what ToolRL and Tool-N1 report, and its run page draws first instead.
+EXACT_MATCH = "calls/exact_match"
+NAME_ACCURACY = "calls/name_accuracy"
+PARAM_ACCURACY = "calls/param_accuracy"
+FORMAT_ERROR_RATIO = "calls/format_error_ratio"
+CALL_METRICS = (EXACT_MATCH, NAME_ACCURACY, PARAM_ACCURACY, FORMAT_ERROR_RATIO)
+TOOL_CALLS_MEAN = "tool_calls/mean"
+CALL_HEADLINE_METRICS = (*CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
+
+
+def headline_metrics(protocol: str | None) -> tuple[str, ...]:
+    """The metrics a run page draws first: the calls' for JSON function calling, else the code tools'."""
+    return CALL_HEADLINE_METRICS if protocol == "tool_call_json" else HEADLINE_METRICS
+
 
 MetricKey = Annotated[str, StringConstraints(pattern=METRIC_KEY_PATTERN)]
 Number = StrictFloat  # strict: ints are numbers, but true and "1" are not

@@ -22,7 +22,7 @@ import importlib.util
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -601,11 +601,23 @@ class Trainer:
         return StepResult(step=step, metrics=metrics, groups=groups)
 
     def call_metrics(self, groups: list[Group], prefix: str = "") -> dict[str, float]:
-        """JSON calls against the ground-truth calls (trainer.call_metrics), for runs whose calls are JSON."""
+        """JSON calls against the ground-truth calls (trainer.call_metrics), for runs whose calls are JSON:
+        over all `groups` under `prefix`, and per subset as the other subset metrics are named
+        (``train/<label>/calls/…``, ``val/<label>/calls/…``)."""
         if self.config.tools.protocol != "tool_call_json":
             return {}
-        texts = ((g.example.ground_truth, [s.completion.text for s in g.scored]) for g in groups)
-        return call_metrics(texts, prefix=prefix)
+
+        def texts(members: list[Group]) -> Iterator[tuple[Any, list[str]]]:
+            return ((g.example.ground_truth, [s.completion.text for s in g.scored]) for g in members)
+
+        metrics = call_metrics(texts(groups), prefix=prefix)
+        by_label: dict[str, list[Group]] = {}
+        for group in groups:
+            if (label := subset_label(group.example)) is not None:
+                by_label.setdefault(label, []).append(group)
+        for label in sorted(by_label):
+            metrics.update(call_metrics(texts(by_label[label]), prefix=f"{prefix or 'train/'}{label}/"))
+        return metrics
 
     def evaluate(self, step: int) -> dict[str, float]:
         """Greedy accuracy, and pass@k from k samples per prompt, on the validation split."""

@@ -77,9 +77,9 @@ def test_no_call_due_is_matched_by_a_reply_and_missed_by_a_call() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "<think>plan</think>\n<tool_call>[{\"name\": \"set_timer\", \"arguments\": {</tool_call>",  # bad JSON
-        "<think>plan</think>\n<tool_call>[{\"arguments\": {}}]</tool_call>",  # no name
-        "<think>plan</think>\n<tool_call>[{\"name\": \"set_timer\", \"arguments\": 5}]</tool_call>",
+        '<think>plan</think>\n<tool_call>[{"name": "set_timer", "arguments": {</tool_call>',  # bad JSON
+        '<think>plan</think>\n<tool_call>[{"arguments": {}}]</tool_call>',  # no name
+        '<think>plan</think>\n<tool_call>[{"name": "set_timer", "arguments": 5}]</tool_call>',
         "I would set a timer.",  # neither a call nor a reply
     ],
 )

@@ -94,6 +94,9 @@ def test_a_function_calling_run_reports_its_calls_against_the_ground_truth(rando
             assert 0.0 <= values[f"{prefix}calls/{name}"] <= 1.0
     # A random model writes no well-formed call: every completion is a format error.
     assert values["calls/format_error_ratio"] == 1.0 and values["calls/exact_match"] == 0.0
+    # And per difficulty, named as the other subset metrics are: validation is all easy.
+    assert values["val/easy/calls/format_error_ratio"] == 1.0 and "val/hard/calls/exact_match" not in values
+    assert any(f"train/{level}/calls/exact_match" in values for level in ("easy", "hard"))
     # The prompt listed the offered tools as signatures (trainer.prompts, 'tool-signatures').
     reported = read_jsonl(tmp_path / "trajectories.jsonl")[0]
     assert "(" in json.dumps(reported["prompt"]) and ": string" in json.dumps(reported["prompt"])
@@ -109,8 +112,10 @@ def test_groups_without_signal_are_dropped_when_asked(random_tiny, tmp_path):
     assert "actor/pg_loss" not in values
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
-                    reason="vllm and a GPU are here: engine 'vllm' is available (tests/trainer/test_vllm_engine.py)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
+    reason="vllm and a GPU are here: engine 'vllm' is available (tests/trainer/test_vllm_engine.py)",
+)
 def test_vllm_engine_is_refused_clearly_on_this_build(random_tiny, tmp_path):
     with pytest.raises(ValueError, match="vLLM engine needs a GPU"):
         train(small_config(str(random_tiny), engine="vllm"), tmp_path)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 from django.test import Client
 
-from trainer.contract import ACTIVE_STATUSES, HEADLINE_METRICS
+from trainer.contract import ACTIVE_STATUSES, CALL_HEADLINE_METRICS, HEADLINE_METRICS
 from webapp.runs.models import MetricStep, Run, RunStatus
 from webapp.runs.transitions import run_log, run_transition
 
@@ -72,6 +72,24 @@ def test_the_run_pages_data_carries_the_contracts_headline_names_and_active_stat
     assert data["headline"] == list(HEADLINE_METRICS)
     assert data["activeStatuses"] == list(ACTIVE_STATUSES)
     assert data["status"] == RunStatus.QUEUED
+
+
+def test_a_function_calling_run_draws_its_call_metrics_first_and_compare_picks_them(make_run, owner):
+    calls = {"tools": {"protocol": "tool_call_json"}}
+    keys = [*CALL_HEADLINE_METRICS, "accuracy", "tool_call_ratio", "reward/mean"]
+    first, _ = make_run(name="fc1", config=calls)
+    second, _ = make_run(name="fc2", config=calls)
+    Run.objects.filter(pk__in=[first.pk, second.pk]).update(metric_keys=keys)
+    client = browser_for(owner)
+    data = page_data(client.get(f"/runs/{first.pk}/").content.decode(), "run-page-data")
+    assert data["headline"] == list(CALL_HEADLINE_METRICS)
+    compared = page_data(client.get(f"/compare/?runs={first.pk},{second.pk}").content.decode(), "compare-page-data")
+    assert compared["metrics"] == list(CALL_HEADLINE_METRICS)
+    # Beside a code-tool run, both kinds' headline metrics that the runs have.
+    code, _ = make_run(name="code", config={})
+    Run.objects.filter(pk=code.pk).update(metric_keys=["accuracy", "tool_call_ratio"])
+    compared = page_data(client.get(f"/compare/?runs={first.pk},{code.pk}").content.decode(), "compare-page-data")
+    assert compared["metrics"] == ["accuracy", "tool_call_ratio", "response_length/mean", *CALL_HEADLINE_METRICS[:-1]]
 
 
 def test_an_unmanaged_queued_run_says_it_waits_for_its_trainer(make_run, owner):

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from trainer.contract import HEADLINE_METRICS
+from trainer.contract import HEADLINE_METRICS, headline_metrics
 from webapp.runs.models import Run
 from webapp.ui.config_table import config_diff
 
@@ -65,7 +65,10 @@ def compare(request: HttpRequest) -> HttpResponse:
     all_keys = sorted({key for run in runs for key in run.metric_keys})
     metrics = _list_param(request, "metrics", "metric")
     if not metrics:
-        metrics = [key for key in HEADLINE_METRICS if key in all_keys] or list(HEADLINE_METRICS)
+        # The headline metrics of the runs' kinds (trainer.contract: code tools, JSON calls) that they have.
+        protocols = sorted({run.config.get("tools", {}).get("protocol") or "" for run in runs})
+        headline = dict.fromkeys(key for protocol in protocols for key in headline_metrics(protocol))
+        metrics = [key for key in headline if key in all_keys] or list(HEADLINE_METRICS)
     x = request.GET.get("x", "step")
     if x not in ("step", "time"):
         problems.append("The x axis is step or time; showing steps.")

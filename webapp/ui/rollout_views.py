@@ -3,6 +3,9 @@ filters, a text/regex search across steps and deep links to one trajectory.
 
 Server-rendered so it works with JavaScript off; static/js/rollouts.js adds arrow keys, the
 slider, code highlighting, copy-link and a notice when a newer step arrives.
+
+A run whose calls are JSON (tool_call_json) and whose examples' ground truth is calls shows each
+trajectory's calls against the ground truth's, call by call (trainer.call_diff), above its text.
 """
 
 import json
@@ -20,9 +23,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
+from trainer.call_diff import CompletionDiff, completion_diff
+from trainer.call_metrics import ground_truth_calls
 from trainer.config import ToolConfig
 from trainer.contract import INT_MAX
 from trainer.protocols import Protocol, TextPart, get_protocol
+from trainer.protocols.tool_call_json import ToolCallJson
 from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
 
@@ -112,8 +118,20 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _call_diff(trajectory: Trajectory, protocol: Protocol) -> CompletionDiff | None:
+    """The trajectory's JSON calls against its ground truth's, where the run's calls are JSON and the
+    ground truth is calls (the call metrics' reading of both); None elsewhere."""
+    if protocol.name != ToolCallJson.name:
+        return None
+    truth = ground_truth_calls(trajectory.ground_truth)
+    if truth is None:
+        return None
+    return completion_diff("".join(turn.get("text", "") for turn in trajectory.turns), truth)
+
+
 def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | None], protocol: Protocol) -> Trajectory:
     trajectory.turn_views = _turn_views(trajectory.turns, protocol)
+    trajectory.call_diff = _call_diff(trajectory, protocol)
     trajectory.ground_truth_text = _as_text(trajectory.ground_truth)
     trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
     trajectory.deep_link = (

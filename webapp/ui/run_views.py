@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from trainer.config import ConfigError
-from trainer.contract import HEADLINE_METRICS
+from trainer.contract import headline_metrics
 from webapp.runs.models import ACTIVE_STATUSES, MetricStep, Run, RunStatus
 from webapp.runs.selectors import queue_positions
 from webapp.runs.services import run_cancel, run_fork, run_resume
@@ -57,7 +57,7 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "metricKeys": list(run.metric_keys),
         # Drawn first and prefetched; with the statuses that can still change, what the page's JS
         # knows of the trainer <-> dashboard contract.
-        "headline": list(HEADLINE_METRICS),
+        "headline": list(headline_metrics(run.config.get("tools", {}).get("protocol"))),
         "activeStatuses": list(ACTIVE_STATUSES),
         "maxPoints": CHART_POINTS,
         "firstStepTime": _first_step_time(run),
