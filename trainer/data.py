@@ -8,6 +8,14 @@ row (parquet) or column at fault.
 Two kinds of file: problems for RL (data.train_dataset, data.val_dataset: every
 format but one) and SFT traces for the cold start (sft.dataset: `sft_traces`,
 whose rows trainer.sft_data parses). Each is refused where the other belongs.
+
+Function-calling problems come as JSONL with 'tools' or as the papers' own verl
+parquet files, read as they are: ToolRL's rlla_4k (tools listed only in the
+system message, ground truth in its <tool_call>/<response> text form, kept as
+text) and Tool-N1's training parquet (a 'tools' column of JSON, tools also in
+<tools> in the system message, ground truth a JSON list of {name, arguments},
+read as that list). Either way an Example carries the tools and ground truth
+the rewards and trainer.call_metrics read.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trainer.call_metrics import ground_truth_calls
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX
 from trainer.fc_synthetic import LEVELS as FC_LEVELS
 from trainer.fc_synthetic import function_calling_examples
@@ -110,6 +119,14 @@ GENERATED = tuple(GENERATORS)
 
 _PARQUET_MAGIC = b"PAR1"
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
+# ToolRL's and Tool-N1's parquet files have no 'tools' column or may lack it: the tools are listed in the
+# system message. ToolRL numbers them under this heading (its SYS prompt, benchmarks/BFCL/rlla_qwen.py:17-19
+# @8cee13e, each tool as rlla_qwen.py:60 writes it; dataset/rlla_4k_raw/rlla.py:48,55 makes that text the
+# system message), Tool-N1 puts one JSON line a tool in <tools> (verl_toolcall_preprocess.py:28-30,54-61 @f9b4849).
+_TOOLRL_TOOLS_HEADING = "**Available Tools**\nIn your response, you can use the following tools:\n"
+_TOOLRL_TOOL_START = re.compile(r"^(?=\d+\. Name: )", re.MULTILINE)
+_TOOLRL_TOOL = re.compile(r"\d+\. Name: ([^\n]*)\nDescription: (.*)\nParameters: ([^\n]*)", re.DOTALL)
+_TOOL_N1_TOOLS = re.compile(r"<tools>\n(.*?)\n</tools>", re.DOTALL)
 # GSM8K final answers are plain decimals once thousands separators are gone.
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _BINARY = "binary file, expected JSONL or parquet"
@@ -404,9 +421,13 @@ def load_dataset(
     else:
         path = Path(ref).expanduser()
         if not path.is_file():
+            # A preset's paper data (data/toolrl/train.parquet, data/tool_n1/...) is the user's to fetch;
+            # the folder's README says from where.
+            readme = path.parent / "README.md"
+            fetch = f"; {readme} says where to get it" if readme.is_file() else ""
             raise DatasetError(
                 f"no dataset '{ref}': expected a built-in name ({', '.join(BUILTIN_DATASETS)}) "
-                "or the path of a dataset file"
+                f"or the path of a dataset file{fetch}"
             )
     examples = iter_examples(path)
     if size is None:
@@ -580,22 +601,22 @@ def _tool_name(tool: dict[str, Any], index: int, where: _Where) -> str:
     return name
 
 
-def _call(call: Any, index: int, key: str, tool_names: set[str], where: _Where) -> dict[str, Any]:
+def _call(
+    call: Any, index: int, key: str, tool_names: set[str], where: _Where, *, label: str | None = None
+) -> dict[str, Any]:
+    label = label or f"field '{key}'"
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        raise where.error(f"field '{key}': call {index} must be an object with a string 'name'", key)
+        raise where.error(f"{label}: call {index} must be an object with a string 'name'", key)
     name = call["name"]
     if name not in tool_names:
-        raise where.error(
-            f"field '{key}': call {index} names tool '{name}', which is not in 'tools'",
-            key,
-        )
+        raise where.error(f"{label}: call {index} names tool '{name}', which is not in 'tools'", key)
     # ToolRL writes "parameters"; a call without either takes no arguments.
     arguments = call.get("arguments", call.get("parameters", {}))
     if isinstance(arguments, str):
-        arguments = _decode(arguments, f"field '{key}': call {index} arguments", key, where)
+        arguments = _decode(arguments, f"{label}: call {index} arguments", key, where)
     if not isinstance(arguments, dict):
         got = _type_name(arguments)
-        raise where.error(f"field '{key}': call {index} arguments must be an object, got {got}", key)
+        raise where.error(f"{label}: call {index} arguments must be an object, got {got}", key)
     return {"name": name, "arguments": arguments}
 
 
@@ -607,21 +628,24 @@ def _verl_example(record: dict[str, Any], where: _Where) -> Example:
     ground_truth = reward_model.get("ground_truth")
     if ground_truth is None:
         raise where.error("column 'reward_model' has no 'ground_truth'", "reward_model")
-    if isinstance(ground_truth, int | float) and not isinstance(ground_truth, bool):
-        ground_truth = str(ground_truth)  # math rewards compare strings
+    tools = _verl_tools(record, where)
+    if tools is None:
+        tools = _system_tools(prompt, where)
     return Example(
         id=_example_id(record, where),
         prompt=prompt,
-        ground_truth=ground_truth,
+        ground_truth=_verl_ground_truth(ground_truth, tools, where),
         data_source=_text(record, "data_source", where),
-        tools=_verl_tools(record, where),
+        tools=tools,
         extra_info=_extra_info(record, where),
     )
 
 
 def _verl_tools(record: dict[str, Any], where: _Where) -> list[dict] | None:
     """An optional 'tools' column: function-calling data in verl parquet keeps its tool schemas
-    there, as objects or as a JSON string, so a prompt template can list them."""
+    there, as objects or as a JSON string (Tool-N1's train.parquet keeps the JSON string its
+    preprocessing started from, verl_toolcall_preprocess.py:42,98,122 @f9b4849), so a prompt
+    template can list them."""
     if record.get("tools") is None:
         return None
     tools = _json_or_value(record, "tools", where)
@@ -630,6 +654,89 @@ def _verl_tools(record: dict[str, Any], where: _Where) -> list[dict] | None:
     for index, tool in enumerate(tools, start=1):
         _tool_name(tool, index, where)
     return tools
+
+
+def _system_tools(prompt: list[dict[str, str]], where: _Where) -> list[dict] | None:
+    """The tools a row without a 'tools' column lists in its system message, in ToolRL's or
+    Tool-N1's layout; None when it lists none that way."""
+    for message in prompt:
+        if message["role"] != "system":
+            continue
+        text = message["content"]
+        if _TOOLRL_TOOLS_HEADING in text:
+            return _toolrl_listed_tools(text, where)
+        if listing := _TOOL_N1_TOOLS.search(text):
+            return _tool_n1_listed_tools(listing.group(1), where)
+    return None
+
+
+def _toolrl_listed_tools(text: str, where: _Where) -> list[dict]:
+    """ToolRL's numbered list, up to the blank line that ends it: {name, description, parameters}
+    per tool, the parameters a JSON object (name -> spec, as rlla_rl.json writes them)."""
+    start = text.index(_TOOLRL_TOOLS_HEADING) + len(_TOOLRL_TOOLS_HEADING)
+    end = text.find("\n\n", start)
+    listing = text[start : end if end >= 0 else len(text)]
+    tools = []
+    for index, entry in enumerate(filter(None, _TOOLRL_TOOL_START.split(listing)), start=1):
+        match = _TOOLRL_TOOL.fullmatch(entry.removesuffix("\n"))
+        if match is None:
+            raise where.error(
+                f"column 'prompt': tool {index} of the system message's tool list is not "
+                "'<n>. Name: ...\\nDescription: ...\\nParameters: {...}' (ToolRL's layout)",
+                "prompt",
+            )
+        name, description, parameters = match.group(1, 2, 3)
+        label = f"column 'prompt': the Parameters of tool {index} ({name}) in the system message"
+        parameters = _decode(parameters, label, "prompt", where, problem="are not valid JSON")
+        if not isinstance(parameters, dict):
+            raise where.error(f"{label} must be a JSON object, got {_type_name(parameters)}", "prompt")
+        tools.append({"name": name, "description": description, "parameters": parameters})
+    return tools
+
+
+def _tool_n1_listed_tools(listing: str, where: _Where) -> list[dict]:
+    """Tool-N1's <tools> block: one {"type": "function", "function": tool} a line, read back as the tool."""
+    tools = []
+    for index, line in enumerate(listing.split("\n"), start=1):
+        label = f"column 'prompt': line {index} of the system message's <tools> block"
+        tool = _decode(line, label, "prompt", where, problem="is not valid JSON")
+        if not isinstance(tool, dict):
+            raise where.error(f"{label} must be a JSON object, got {_type_name(tool)}", "prompt")
+        if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+            tool = tool["function"]
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise where.error(f"{label} has no string 'name'", "prompt")
+        tools.append(tool)
+    return tools
+
+
+def _verl_ground_truth(value: Any, tools: list[dict] | None, where: _Where) -> Any:
+    """reward_model.ground_truth as the rewards read it. ToolRL's text form (a <tool_call> block of
+    one JSON call a line, or a <response>) stays text: its reward reads the reply's expected shape
+    from it; its calls must parse. Tool-N1's JSON list of {name, arguments} (json.dumps of the
+    answer, verl_toolcall_preprocess.py:45,104-111 @f9b4849) becomes that list of calls, checked
+    against the row's tools as its preprocessing guarantees (raw_data_process.py:85-88 @f9b4849)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # math rewards compare strings
+    if not isinstance(value, str):
+        return value
+    if "<tool_call>" in value:
+        if ground_truth_calls(value) is None:
+            raise where.error(
+                "column 'reward_model': the ground truth's <tool_call> block must hold one JSON call a line, "
+                'each {"name": ..., "parameters": {...}} (ToolRL\'s form)',
+                "reward_model",
+            )
+        return value
+    if tools is None or not value.lstrip().startswith(("[", "{")):
+        return value
+    label = "column 'reward_model': the ground truth"
+    problem = "starts like a JSON list of calls but is not valid JSON"
+    calls = _decode(value, label, "reward_model", where, problem=problem)
+    if not isinstance(calls, list):
+        raise where.error(f"{label} must be a JSON list of calls, got {_type_name(calls)}", "reward_model")
+    names = {_tool_name(tool, index, where) for index, tool in enumerate(tools, start=1)}
+    return [_call(call, index, "reward_model", names, where, label=label) for index, call in enumerate(calls, 1)]
 
 
 def _chat_messages(value: Any, name: str, where: _Where) -> list[dict[str, str]]:
@@ -687,12 +794,12 @@ def _json_or_value(record: dict[str, Any], name: str, where: _Where) -> Any:
     return _decode(value, f"field '{name}'", name, where) if isinstance(value, str) else value
 
 
-def _decode(text: str, label: str, name: str, where: _Where) -> Any:
+def _decode(text: str, label: str, name: str, where: _Where, *, problem: str = "is a string but not valid JSON") -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         reason = f"{exc.msg} at column {exc.colno}"
-        raise where.error(f"{label} is a string but not valid JSON ({reason})", name) from None
+        raise where.error(f"{label} {problem} ({reason})", name) from None
 
 
 def _type_error(name: str, expected: str, value: Any, where: _Where) -> DatasetError:

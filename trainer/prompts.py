@@ -361,7 +361,7 @@ def _signature(spec: Mapping[str, Any]) -> str:
     properties = _toolrl_parameters(parameters)
     required = set(parameters.get("required", [])) if isinstance(parameters, Mapping) else set()
     parts = []
-    for name, param in (properties.items() if isinstance(properties, Mapping) else []):
+    for name, param in properties.items() if isinstance(properties, Mapping) else []:
         param = param if isinstance(param, Mapping) else {}
         kind = "|".join(str(v) for v in param["enum"]) if param.get("enum") else str(param.get("type", "any"))
         parts.append(f"{name}{'' if name in required else '?'}: {kind}")
@@ -369,9 +369,14 @@ def _signature(spec: Mapping[str, Any]) -> str:
 
 
 def _toolrl_parameters(parameters: Any) -> Any:
-    # A JSON-schema object lists its properties only (rlla_qwen.py:58 @8cee13e); ToolRL's training data
-    # gives the parameters as a plain name -> spec mapping, listed as it is.
-    if isinstance(parameters, Mapping) and parameters.get("type") == "object" and "properties" in parameters:
+    # A JSON schema lists its properties only (rlla_qwen.py:58 @8cee13e takes .get("properties") whatever
+    # the type: ToolACE's rows in Tool-N1's data say "dict", not "object"); ToolRL's training data gives
+    # the parameters as a plain name -> spec mapping, listed as it is.
+    if (
+        isinstance(parameters, Mapping)
+        and isinstance(parameters.get("type"), str)
+        and isinstance(parameters.get("properties"), Mapping)
+    ):
         return parameters["properties"]
     return parameters
 

@@ -154,3 +154,17 @@ def test_errors() -> None:
         apply_template(math_example(), "xml")
     with pytest.raises(PromptTemplateError, match="no user message"):
         apply_template(math_example({"role": "system", "content": "only"}), "retool", "retool")
+
+
+def test_toolace_dict_schemas_list_their_properties_in_either_tool_layout() -> None:
+    # ToolACE's rows in Tool-N1's data type their parameters "dict", not "object" (rlla_qwen.py:58 reads
+    # .get("properties") whatever the type).
+    schema = {
+        "name": "book_table",
+        "description": "Book.",
+        "parameters": {"type": "dict", "properties": {"people": {"type": "integer"}}, "required": ["people"]},
+    }
+    (message,) = apply_template(tool_example([schema]), "tool_call_json", "tool-signatures")
+    assert message["content"].startswith("book_table(people: integer)\n")
+    (system, _) = apply_template(tool_example([schema]), "tool_call_json", "toolrl")
+    assert 'Parameters: {"people": {"type": "integer"}}' in system["content"]

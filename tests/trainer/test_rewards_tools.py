@@ -266,3 +266,15 @@ def test_tool_n1_unhashable_name_scores_zero() -> None:
 def test_tool_n1_ground_truth_must_be_calls() -> None:
     with pytest.raises(ValueError):
         score("tool_n1", n1("[]"), "3")
+
+
+def test_tool_n1_scores_toolrls_text_ground_truth_by_the_calls_it_holds() -> None:
+    # rlla_4k's ground truth is ToolRL's text; Tool-N1's reward on that data compares its calls.
+    truth = gt_text(WEATHER, TIME)
+    calls = [{"name": c["name"], "arguments": c["parameters"]} for c in (TIME, WEATHER)]
+    assert score("tool_n1", n1(json.dumps(calls)), truth).total == 1.0
+    assert score("tool_n1", n1(json.dumps(calls[:1])), truth).total == 0.0
+    # A reply is a ground truth of no call, matched only by the empty list said.
+    assert score("tool_n1", n1("[]"), gt_text(response="I cannot.")).total == 1.0
+    with pytest.raises(ValueError, match="does not parse"):
+        score("tool_n1", n1("[]"), "<tool_call>\nnot json\n</tool_call>")

@@ -15,12 +15,20 @@ import json
 from collections import Counter
 from typing import Any
 
+from trainer.call_metrics import ground_truth_calls
 from trainer.protocols.tool_call_json import parse_calls_list
 from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
 from trainer.trajectory import RewardResult
 
 
 def _gt_calls(ground_truth: Any) -> list[Any]:
+    if isinstance(ground_truth, str) and ("<tool_call>" in ground_truth or "<response>" in ground_truth):
+        # ToolRL's text form (rlla_4k's ground truth: one {"name", "parameters"} a line, or a reply):
+        # Tool-N1's reward on ToolRL's data compares the calls it holds.
+        calls = ground_truth_calls(ground_truth)
+        if calls is None:
+            raise ValueError("ToolRL ground truth whose <tool_call> block does not parse as one JSON call a line")
+        return calls
     value = json.loads(ground_truth) if isinstance(ground_truth, str) else ground_truth
     if isinstance(value, dict):
         value = [value]

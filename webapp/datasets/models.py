@@ -53,3 +53,8 @@ class Dataset(models.Model):
     @property
     def file_path(self) -> str:
         return self.path if self.builtin else self.file.path
+
+    @property
+    def offers_tools(self) -> bool:
+        """Whether its rows offer tools to call (function calling), as the stored preview rows say."""
+        return any(row.get("tools") is not None for row in self.preview if isinstance(row, dict))

@@ -23,8 +23,6 @@ from webapp.datasets.services import dataset_create_from_upload, dataset_delete
 PAGE_SIZE = 50
 PREVIEW_ROWS = 5
 MAX_PREVIEW_ROWS = 50
-# The protocol a dataset's rows are most likely trained with, by format (the form's first choice).
-DEFAULT_PROTOCOL = {DatasetFormat.FUNCTION_CALLING.value: "tool_call_json"}
 
 
 def _visible(request: HttpRequest, pk: int) -> Dataset:
@@ -82,10 +80,38 @@ def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: 
             {
                 **_prompt_view(example, protocol, template),
                 "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, indent=2),
-                "tools": example.tools,
+                "tools": None if example.tools is None else [_tool_view(tool) for tool in example.tools],
             }
         )
     return rows
+
+
+def _tool_view(tool: dict) -> dict:
+    """An offered tool as the preview lists it: its name and description, and each parameter with its
+    type (an enum as its values), its description and whether it is required, where the tool says."""
+    spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+    parameters = spec.get("parameters")
+    parameters = parameters if isinstance(parameters, dict) else {}
+    # A JSON schema (type "object", or ToolACE's "dict") has properties and a required list; ToolRL's
+    # and xLAM's tools map each parameter's name to its spec and do not say which are required.
+    required: list | None = None
+    if isinstance(parameters.get("properties"), dict):
+        listed = parameters.get("required")
+        required = listed if isinstance(listed, list) else []
+        parameters = parameters["properties"]
+    params = []
+    for name, param in parameters.items():
+        param = param if isinstance(param, dict) else {}
+        kind = "|".join(str(value) for value in param["enum"]) if param.get("enum") else str(param.get("type", "any"))
+        params.append(
+            {
+                "name": name,
+                "type": kind,
+                "description": str(param.get("description", "")),
+                "optional": required is not None and name not in required,
+            }
+        )
+    return {"name": spec.get("name", ""), "description": str(spec.get("description", "")), "parameters": params}
 
 
 def _prompt_view(example: Example, protocol: str, template: str | None) -> dict:
@@ -108,7 +134,8 @@ def _trace_rows(dataset: Dataset, protocol: str, template: str | None, count: in
 @login_required
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     dataset = _visible(request, pk)
-    default = dataset.protocol or DEFAULT_PROTOCOL.get(dataset.format, "python_markdown")
+    # The protocol the rows are most likely trained with (the form's first choice).
+    default = dataset.protocol or ("tool_call_json" if dataset.offers_tools else "python_markdown")
     protocol = _choice(request.GET.get("protocol"), PROTOCOL_NAMES, default)
     template = _choice(request.GET.get("template"), TEMPLATES, "")
     try:
