@@ -45,6 +45,18 @@ COLUMNS = (
     ("chain accuracy", "train/chain/accuracy"),
     ("chain calls", "train/chain/tool_calls/mean"),
 )
+# Function-calling runs (protocol tool_call_json): the calls against the ground truth (trainer.call_metrics).
+CALL_COLUMNS = (
+    ("exact match", "calls/exact_match"),
+    ("name accuracy", "calls/name_accuracy"),
+    ("param accuracy", "calls/param_accuracy"),
+    ("format errors", "calls/format_error_ratio"),
+    ("calls", "tool_calls/mean"),
+    ("easy exact", "train/easy/calls/exact_match"),
+    ("hard exact", "train/hard/calls/exact_match"),
+    ("format reward", "reward/format/mean"),
+    ("correctness reward", "reward/correctness/mean"),
+)
 
 
 def err(message: str) -> None:
@@ -92,8 +104,10 @@ def rows_at(values: list[dict[str, float]], at: list[int]) -> list[tuple[str, di
 
 
 def present(values: list[dict[str, float]]) -> tuple[tuple[str, str], ...]:
-    """The COLUMNS the run has: a run without easy problems has no easy accuracy, one without chains no chain calls."""
-    return tuple((label, key) for label, key in COLUMNS if any(key in v for v in values))
+    """The columns the run has: CALL_COLUMNS for JSON calls, else COLUMNS; a run without easy problems has no
+    easy accuracy, one without chains no chain calls."""
+    columns = CALL_COLUMNS if any("calls/exact_match" in v for v in values) else COLUMNS
+    return tuple((label, key) for label, key in columns if any(key in v for v in values))
 
 
 def rows_windowed(values: list[dict[str, float]], size: int) -> list[tuple[str, dict[str, float]]]:
@@ -175,10 +189,13 @@ def main() -> int:
     threads = torch.get_num_threads()
     print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
     from trainer.config import TINY_BASE_MODEL, TINY_MODEL
+    from trainer.models.loading import DERIVED
     from trainer.models.tiny_base import shipped_base
     from trainer.models.tiny_cold_start import shipped_checkpoint
 
-    shipped = {TINY_MODEL: shipped_checkpoint, TINY_BASE_MODEL: shipped_base}.get(model, lambda: None)()
+    shipped_of = {TINY_MODEL: shipped_checkpoint, TINY_BASE_MODEL: shipped_base}
+    shipped_of.update({name: recipe.shipped for name, recipe in DERIVED.items()})
+    shipped = shipped_of.get(model, lambda: None)()
     source = "shipped" if shipped else "cached" if args.model_cache else "built into an empty cache"
     print(f"model {model} ({source}) {sft_s:.0f} s; run {run_s:.0f} s "
           f"(median step {step_s:.2f} s); total {sft_s + run_s:.0f} s")  # fmt: skip

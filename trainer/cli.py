@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_MODEL
+from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL, TINY_MODEL
 from trainer.contract import RunStatus
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
@@ -127,11 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cold_start.add_argument(
         "--model",
-        choices=(TINY_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL),
+        choices=(TINY_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL),
         default=TINY_MODEL,
         help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default), the base model zero RL "
-        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base) or the cold start in ARTIST's format "
-        f"({TINY_ARTIST_MODEL}, trainer.models.tiny_artist; only with --ship or --out)",
+        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base), or the cold start fine-tuned to ARTIST's "
+        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny_artist) or to JSON calls ({TINY_FC_MODEL} and "
+        f"{TINY_FC_N1_MODEL}, trainer.models.tiny_fc); these only with --ship or --out",
     )
     cold_start.set_defaults(handler=_cold_start)
 
@@ -213,8 +214,8 @@ def _cold_start(args: argparse.Namespace) -> int:
     from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED, cold_start_report, ship_cold_start
 
     base = args.model == TINY_BASE_MODEL
-    if args.model == TINY_ARTIST_MODEL:
-        return _artist_cold_start(args)
+    if args.model in (TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL):
+        return _derived_cold_start(args)
     if args.ship:
         if args.out is not None or args.seed != TINY_SEED:
             print(
@@ -232,19 +233,20 @@ def _cold_start(args: argparse.Namespace) -> int:
     return 0
 
 
-def _artist_cold_start(args: argparse.Namespace) -> int:
-    from trainer.models.tiny_artist import artist_report, ship_artist
+def _derived_cold_start(args: argparse.Namespace) -> int:
+    from trainer.models.loading import DERIVED
     from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED
 
+    recipe = DERIVED[args.model]
     cache = Path(os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models")
     if args.seed != TINY_SEED or args.ship == (args.out is not None):
-        print(f"{TINY_ARTIST_MODEL} is built with seed 0, either --ship or into --out", file=sys.stderr)
+        print(f"{args.model} is built with seed 0, either --ship or into --out", file=sys.stderr)
         return 2
     if args.ship:
-        shipped = ship_artist(cache_dir=cache)
+        shipped = recipe.ship(cache_dir=cache)
         print(json.dumps(json.loads((shipped / SHIPPED_REPORT).read_text())))
     else:
-        print(json.dumps(artist_report(out=args.out, cache_dir=cache)))
+        print(json.dumps(recipe.report(out=args.out, cache_dir=cache)))
     return 0
 
 

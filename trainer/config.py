@@ -23,10 +23,20 @@ TINY_INIT_MODEL = "tirlab/tiny-char-init"
 TINY_BASE_MODEL = "tirlab/tiny-char-base"
 # The cold start fine-tuned to ARTIST's format (one multiplication per call): where artist-mini's RL starts.
 TINY_ARTIST_MODEL = "tirlab/tiny-char-artist"
-TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL)
+# The cold start fine-tuned to emit JSON function calls (ToolRL's layout): RL with ToolRL's reward on CPU starts here.
+TINY_FC_MODEL = "tirlab/tiny-char-fc"
+# That model taught Tool-N1's layout of calls (one JSON list, "arguments"), which Tool-N1's reward reads.
+TINY_FC_N1_MODEL = "tirlab/tiny-char-fc-n1"
+TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL)
 # Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
 # because the dashboard validates configs with this module without loading the trainer.
-BUILTIN_SFT_TRACES = {"tiny-cold-start": "python_markdown", "retool-mini-sft": "retool", "artist-mini-sft": "artist"}
+BUILTIN_SFT_TRACES = {
+    "tiny-cold-start": "python_markdown",
+    "retool-mini-sft": "retool",
+    "artist-mini-sft": "artist",
+    "fc-mini-sft": "tool_call_json",
+    "fc-n1-mini-sft": "tool_call_json",
+}
 # A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
 DATASET_REF_PREFIX = "dataset:"
 

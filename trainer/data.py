@@ -229,15 +229,17 @@ def detect_format(path: Path) -> DatasetFormat:
         return DatasetFormat.VERL_PARQUET
     with closing(_jsonl_records(path)) as records:
         where, record = next(records)
-    if "tools" in record:
+    # A trace of a call carries its tools too ('prompt', 'tools', 'response': trainer.fc_traces).
+    is_pair = "prompt" in record and "response" in record
+    if "tools" in record and not is_pair:
         return DatasetFormat.FUNCTION_CALLING
     if "question" in record and "answer" in record:
         answer = record["answer"]
         if isinstance(answer, str) and "####" in answer:
             return DatasetFormat.GSM8K
         return DatasetFormat.JSONL_QA
-    is_trace = "messages" in record or ("prompt" in record and "response" in record)
-    if is_trace and not any(name in record for name in _PROBLEM_FIELDS):
+    is_trace = "messages" in record or is_pair
+    if is_trace and not any(name in record for name in _PROBLEM_FIELDS if not (is_pair and name == "tools")):
         return DatasetFormat.SFT_TRACES
     missing = [name for name in ("question", "answer") if name not in record]
     fields = " and ".join(f"'{name}'" for name in missing)

@@ -94,6 +94,20 @@ def _artist_mini(protocol: str) -> list[dict]:
     return artist_traces()
 
 
+def _fc_mini(protocol: str) -> list[dict]:
+    from trainer.fc_traces import FC_MINI, function_calling_traces
+
+    # JSON calls in ToolRL's layout, with the tools each request offers (tirlab/tiny-char-fc).
+    return function_calling_traces(**FC_MINI)
+
+
+def _fc_n1_mini(protocol: str) -> list[dict]:
+    from trainer.fc_traces import FC_N1_MINI, function_calling_traces
+
+    # The same requests answered in Tool-N1's layout: one JSON list of calls (tirlab/tiny-char-fc-n1).
+    return function_calling_traces(**FC_N1_MINI)
+
+
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
 BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
     name: (BUILTIN_SFT_TRACES[name], generate)
@@ -101,6 +115,8 @@ BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
         ("tiny-cold-start", _tiny_cold_start),
         ("retool-mini-sft", _retool_mini),
         ("artist-mini-sft", _artist_mini),
+        ("fc-mini-sft", _fc_mini),
+        ("fc-n1-mini-sft", _fc_n1_mini),
     )
 }
 

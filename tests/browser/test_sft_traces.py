@@ -58,6 +58,8 @@ def test_uploaded_traces_preview_and_are_offered_for_sft_dataset(page, live_serv
         "tiny-cold-start · python_markdown · built-in",
         "retool-mini-sft · retool · built-in",
         "artist-mini-sft · artist · built-in",
+        "fc-mini-sft · tool_call_json · built-in",
+        "fc-n1-mini-sft · tool_call_json · built-in",
         "my retool traces · retool · 1 traces (uploaded)",
     ]
     values = page.locator("#dataset-choices option").evaluate_all("options => options.map(o => o.value)")

@@ -41,6 +41,23 @@ def test_the_weighted_spans_are_the_names_and_values() -> None:
     assert weighted == expected
 
 
+def test_in_tool_n1s_layout_each_trace_scores_full_marks_under_its_reward_and_not_toolrls_layout() -> None:
+    rows = function_calling_traces(60, seed=1, level="hard", layout="list")
+    examples = function_calling_examples(60, seed=1, level="hard", split="sft")
+    assert any(not e.ground_truth for e in examples) and any(len(e.ground_truth) == 2 for e in examples)
+    for row, example in zip(rows, examples, strict=True):
+        assert score("tool_n1", row["response"], example.ground_truth).total == 1.0
+        block = row["response"].split("<tool_call>")[1].split("</tool_call>")[0]
+        assert json.loads(block) == example.ground_truth  # one list, "arguments"; [] when no call is due
+        weighted = [row["response"][a:b] for a, b, _ in row["weighted_spans"]]
+        assert weighted == [json.dumps(x) for c in example.ground_truth for x in (c["name"], *c["arguments"].values())]
+    # ToolRL's layout does not score under Tool-N1's reward: why tirlab/tiny-char-fc-n1 exists.
+    lines = function_calling_traces(60, seed=1, level="hard")
+    assert all(
+        score("tool_n1", row["response"], e.ground_truth).total == 0.0 for row, e in zip(lines, examples, strict=True)
+    )
+
+
 def test_the_prompt_a_trace_trains_on_lists_its_tools() -> None:
     _, tokenizer = build_tiny_model(seed=0)
     record = function_calling_traces(1, seed=0, level="easy")[0]

@@ -139,6 +139,8 @@ def test_the_form_offers_traces_for_sft_dataset_and_problems_elsewhere(client, o
         ("tiny-cold-start", "tiny-cold-start · python_markdown · built-in"),
         ("retool-mini-sft", "retool-mini-sft · retool · built-in"),
         ("artist-mini-sft", "artist-mini-sft · artist · built-in"),
+        ("fc-mini-sft", "fc-mini-sft · tool_call_json · built-in"),
+        ("fc-n1-mini-sft", "fc-n1-mini-sft · tool_call_json · built-in"),
         (f"dataset:{traces.pk}", "traces · retool · 1 traces (uploaded)"),
     ]
     problems = [value for value, _ in datalist(page, "dataset-choices")]

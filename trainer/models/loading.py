@@ -14,14 +14,18 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_INIT_MODEL, TINY_MODEL
+from trainer.config import TINY_BASE_MODEL, TINY_INIT_MODEL, TINY_MODEL
 from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
 from trainer.models.tiny import CharTokenizer, build_tiny_model
-from trainer.models.tiny_artist import artist_checkpoint
+from trainer.models.tiny_artist import ARTIST
 from trainer.models.tiny_base import base_checkpoint
 from trainer.models.tiny_cold_start import TINY_SEED, tiny_checkpoint
+from trainer.models.tiny_derived import DerivedTiny
+from trainer.models.tiny_fc import FC, FC_N1
 
 DEFAULT_CACHE_DIR = Path("var/models")
+# Tiny models fine-tuned from the cold start (trainer.models.tiny_derived), by name.
+DERIVED: dict[str, DerivedTiny] = {recipe.name: recipe for recipe in (ARTIST, FC, FC_N1)}
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -33,10 +37,10 @@ def load_policy(
     log: Callable[[str], None] = print,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The policy and its tokenizer, in eval mode: `TINY_MODEL` (cold-started: shipped, or trained
-    and cached under `cache_dir`), `TINY_BASE_MODEL` and `TINY_ARTIST_MODEL` (the same for the base
-    model and the ARTIST-format one), `TINY_INIT_MODEL` (randomly initialised from the cold start's
-    seed), `SMOLLM2_MODEL` (converted from its GGUF package and cached under `cache_dir`), a local
-    Hugging Face directory, or a hub id (needs a network)."""
+    and cached under `cache_dir`), `TINY_BASE_MODEL` and the `DERIVED` ones (the same for the base
+    model and the fine-tuned ones: ARTIST's format, JSON calls), `TINY_INIT_MODEL` (randomly
+    initialised from the cold start's seed), `SMOLLM2_MODEL` (converted from its GGUF package and
+    cached under `cache_dir`), a local Hugging Face directory, or a hub id (needs a network)."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
     if name_or_path == TINY_INIT_MODEL:
@@ -47,8 +51,8 @@ def load_policy(
         path: Path | None = tiny_checkpoint(cache_dir, log=log)
     elif name_or_path == TINY_BASE_MODEL:
         path = base_checkpoint(cache_dir, log=log)
-    elif name_or_path == TINY_ARTIST_MODEL:
-        path = artist_checkpoint(cache_dir, log=log)
+    elif name_or_path in DERIVED:
+        path = DERIVED[name_or_path].checkpoint(cache_dir, log=log)
     elif name_or_path == SMOLLM2_MODEL:
         path = smollm2_checkpoint(cache_dir, log=log)
     else:
