@@ -355,16 +355,35 @@ def _format_tools(tools: list[dict[str, Any]], style: str | None) -> str:
     )
 
 
-def _signature(spec: Mapping[str, Any]) -> str:
-    """`name(a: string, b?: x|y)`: each parameter with its type, or an enum's values; `?` when optional."""
-    parameters = spec.get("parameters") or {}
+@dataclass(frozen=True)
+class ToolParameter:
+    """One parameter of an offered tool: its type (an enum as its values) and description, and whether
+    a call needs it; `required` is None where the tool does not say (ToolRL's and xLAM's plain maps)."""
+
+    name: str
+    kind: str
+    description: str
+    required: bool | None
+
+
+def tool_parameters(tool: Mapping[str, Any]) -> list[ToolParameter]:
+    """The parameters of `tool` (a function schema, or an OpenAI-style tool nesting one), in order."""
+    parameters = _function_spec(tool).get("parameters") or {}
     properties = _toolrl_parameters(parameters)
-    required = set(parameters.get("required", [])) if isinstance(parameters, Mapping) else set()
-    parts = []
+    schema = properties is not parameters
+    listed = parameters.get("required") if schema else None
+    required = set(listed) if isinstance(listed, list) else set()
+    out = []
     for name, param in properties.items() if isinstance(properties, Mapping) else []:
         param = param if isinstance(param, Mapping) else {}
         kind = "|".join(str(v) for v in param["enum"]) if param.get("enum") else str(param.get("type", "any"))
-        parts.append(f"{name}{'' if name in required else '?'}: {kind}")
+        out.append(ToolParameter(name, kind, str(param.get("description", "")), name in required if schema else None))
+    return out
+
+
+def _signature(spec: Mapping[str, Any]) -> str:
+    """`name(a: string, b?: x|y)`: each parameter with its type, or an enum's values; `?` unless required."""
+    parts = [f"{p.name}{'' if p.required else '?'}: {p.kind}" for p in tool_parameters(spec)]
     return f"{spec.get('name', '')}({', '.join(parts)})"
 
 

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from trainer.data import DatasetError, DatasetFormat, iter_examples, iter_traces
-from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt
+from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt, tool_parameters
 from trainer.protocols import PROTOCOL_NAMES, get_protocol
 from trainer.trajectory import Example
 from webapp.core.permissions import may_change
@@ -88,29 +88,13 @@ def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: 
 
 def _tool_view(tool: dict) -> dict:
     """An offered tool as the preview lists it: its name and description, and each parameter with its
-    type (an enum as its values), its description and whether it is required, where the tool says."""
+    type (an enum as its values), its description and whether it is optional, where the tool says
+    (trainer.prompts.tool_parameters, which the tool-signatures template lists too)."""
     spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
-    parameters = spec.get("parameters")
-    parameters = parameters if isinstance(parameters, dict) else {}
-    # A JSON schema (type "object", or ToolACE's "dict") has properties and a required list; ToolRL's
-    # and xLAM's tools map each parameter's name to its spec and do not say which are required.
-    required: list | None = None
-    if isinstance(parameters.get("properties"), dict):
-        listed = parameters.get("required")
-        required = listed if isinstance(listed, list) else []
-        parameters = parameters["properties"]
-    params = []
-    for name, param in parameters.items():
-        param = param if isinstance(param, dict) else {}
-        kind = "|".join(str(value) for value in param["enum"]) if param.get("enum") else str(param.get("type", "any"))
-        params.append(
-            {
-                "name": name,
-                "type": kind,
-                "description": str(param.get("description", "")),
-                "optional": required is not None and name not in required,
-            }
-        )
+    params = [
+        {"name": p.name, "type": p.kind, "description": p.description, "optional": p.required is False}
+        for p in tool_parameters(tool)
+    ]
     return {"name": spec.get("name", ""), "description": str(spec.get("description", "")), "parameters": params}
 
 
