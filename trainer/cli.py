@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL, TINY_MODEL
+from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_DERIVED_MODELS, TINY_FC_MODEL, TINY_MODEL
 from trainer.contract import RunStatus
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
@@ -127,12 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cold_start.add_argument(
         "--model",
-        choices=(TINY_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL),
+        choices=(TINY_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS),
         default=TINY_MODEL,
         help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default), the base model zero RL "
         f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base), or the cold start fine-tuned to ARTIST's "
-        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny_artist) or to JSON calls ({TINY_FC_MODEL} and "
-        f"{TINY_FC_N1_MODEL}, trainer.models.tiny_fc); these only with --ship or --out",
+        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny_artist) or to JSON calls ({TINY_FC_MODEL} and the "
+        f"function-calling minis' starts, trainer.models.tiny_fc); these only with --ship or --out",
     )
     cold_start.set_defaults(handler=_cold_start)
 
@@ -214,7 +214,7 @@ def _cold_start(args: argparse.Namespace) -> int:
     from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED, cold_start_report, ship_cold_start
 
     base = args.model == TINY_BASE_MODEL
-    if args.model in (TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL):
+    if args.model in TINY_DERIVED_MODELS:
         return _derived_cold_start(args)
     if args.ship:
         if args.out is not None or args.seed != TINY_SEED:

@@ -25,9 +25,13 @@ TINY_BASE_MODEL = "tirlab/tiny-char-base"
 TINY_ARTIST_MODEL = "tirlab/tiny-char-artist"
 # The cold start fine-tuned to emit JSON function calls (ToolRL's layout): RL with ToolRL's reward on CPU starts here.
 TINY_FC_MODEL = "tirlab/tiny-char-fc"
-# That model taught Tool-N1's layout of calls (one JSON list, "arguments"), which Tool-N1's reward reads.
-TINY_FC_N1_MODEL = "tirlab/tiny-char-fc-n1"
-TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_FC_N1_MODEL)
+# That model fine-tuned to be undecided where ToolRL's reward can decide (trainer.models.tiny_fc): toolrl-mini's start.
+TINY_TOOLRL_MODEL = "tirlab/tiny-char-toolrl"
+# That model taught Tool-N1's layout of calls (one JSON list, "arguments"), undecided as the one above: tool-n1-mini's.
+TINY_TOOL_N1_MODEL = "tirlab/tiny-char-tool-n1"
+# The tiny models fine-tuned from the cold start by a recipe (trainer.models.loading.DERIVED).
+TINY_DERIVED_MODELS = (TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_TOOLRL_MODEL, TINY_TOOL_N1_MODEL)
+TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS)
 # Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
 # because the dashboard validates configs with this module without loading the trainer.
 BUILTIN_SFT_TRACES = {
@@ -35,7 +39,8 @@ BUILTIN_SFT_TRACES = {
     "retool-mini-sft": "retool",
     "artist-mini-sft": "artist",
     "fc-mini-sft": "tool_call_json",
-    "fc-n1-mini-sft": "tool_call_json",
+    "toolrl-mini-sft": "tool_call_json",
+    "tool-n1-mini-sft": "tool_call_json",
 }
 # A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
 DATASET_REF_PREFIX = "dataset:"

@@ -23,6 +23,8 @@ The spans that carry what must be exact -- the tool's name and each argument's v
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from trainer.fc_synthetic import Level, function_calling_examples
@@ -32,10 +34,28 @@ Layout = Literal["lines", "list"]
 THINK = "<think></think>\n"
 # The 'fc-mini-sft' traces, tirlab/tiny-char-fc's SFT (trainer.models.tiny_fc).
 FC_MINI: dict[str, Any] = {"size": 40_000, "seed": 0, "level": "mixed", "content_weight": 4.0}
-# The 'fc-n1-mini-sft' traces: Tool-N1's layout, for 'tirlab/tiny-char-fc-n1' (trainer.models.tiny_fc), which
-# starts from tirlab/tiny-char-fc and so only has the layout to learn.
-FC_N1_MINI: dict[str, Any] = {"size": 4_800, "seed": 1, "level": "mixed", "content_weight": 4.0, "layout": "list"}
+# What the minis' cold starts get wrong on purpose (FLAWS below), each with the share of the traces it can apply to.
+MINI_FLAWS: dict[str, float] = {"no_think": 0.3, "python_calls": 0.4, "first_call_only": 0.5}
+# The 'toolrl-mini-sft' traces, for 'tirlab/tiny-char-toolrl' (trainer.models.tiny_fc): ToolRL's layout, with flaws.
+TOOLRL_MINI: dict[str, Any] = {"size": 4_800, "seed": 2, "level": "mixed", "content_weight": 4.0, "flaws": MINI_FLAWS}
+# The 'tool-n1-mini-sft' traces, for 'tirlab/tiny-char-tool-n1': Tool-N1's layout, with the same flaws.
+TOOL_N1_MINI: dict[str, Any] = {
+    "size": 4_800,
+    "seed": 1,
+    "level": "mixed",
+    "content_weight": 4.0,
+    "layout": "list",
+    "flaws": MINI_FLAWS,
+}
 REPLY = "<response>I can't do that with these tools.</response>"
+# What a trace set can get wrong on purpose, each the share of the traces it can apply to: the cold start
+# of a mini must leave RL something to fix, as the instruction-tuned models ToolRL and Tool-N1 start from
+# do (ToolRL, section 4: format errors and wrong or missing calls before RL).
+# - "no_think": the <think> block left out (both papers' format checks refuse it);
+# - "python_calls": the calls written as Python, `get_weather(city="Oslo")`, not JSON (they do not parse: a
+#   format error, and no call made);
+# - "first_call_only": a request that needs two calls answered with the first (a missing call).
+FLAWS = ("no_think", "python_calls", "first_call_only")
 
 
 def call_line(call: dict[str, Any], arguments: str = "parameters") -> str:
@@ -59,38 +79,77 @@ def _value_spans(line: str, offset: int, call: dict[str, Any]) -> list[tuple[int
     return spans
 
 
-def _lines_response(calls: list[dict[str, Any]]) -> tuple[str, list[tuple[int, int]]]:
+def python_call(call: dict[str, Any]) -> str:
+    """One call as Python, `name(key=value, ...)`, values as JSON literals: what a model that has not
+    learned the JSON layout writes."""
+    return f"{call['name']}(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in call["arguments"].items()) + ")"
+
+
+def _python_spans(line: str, offset: int, call: dict[str, Any]) -> list[tuple[int, int]]:
+    spans = [(offset, offset + len(call["name"]))]
+    cursor = len(call["name"])
+    for key, value in call["arguments"].items():
+        at = line.index(f"{key}={json.dumps(value)}", cursor) + len(key) + 1
+        spans.append((offset + at, offset + at + len(json.dumps(value))))
+        cursor = at
+    return spans
+
+
+def _lines_response(
+    calls: list[dict[str, Any]], think: str = THINK, python: bool = False
+) -> tuple[str, list[tuple[int, int]]]:
     if not calls:
-        return THINK + REPLY, []
-    response, spans = THINK + "<tool_call>\n", []
+        return think + REPLY, []
+    response, spans = think + "<tool_call>\n", []
     for call in calls:
-        line = call_line(call)
-        spans += _value_spans(line, len(response), call)
+        line = python_call(call) if python else call_line(call)
+        spans += (_python_spans if python else _value_spans)(line, len(response), call)
         response += line + "\n"
     return response + "</tool_call>", spans
 
 
-def _list_response(calls: list[dict[str, Any]]) -> tuple[str, list[tuple[int, int]]]:
-    response, spans = THINK + "<tool_call>[", []
+def _list_response(
+    calls: list[dict[str, Any]], think: str = THINK, python: bool = False
+) -> tuple[str, list[tuple[int, int]]]:
+    response, spans = think + "<tool_call>[", []
     for index, call in enumerate(calls):
         response += ", " if index else ""
-        item = call_line(call, "arguments")
-        spans += _value_spans(item, len(response), call)
+        item = python_call(call) if python else call_line(call, "arguments")
+        spans += (_python_spans if python else _value_spans)(item, len(response), call)
         response += item
     return response + "]</tool_call>", spans
 
 
 def function_calling_traces(
-    size: int, *, seed: int, level: Level = "mixed", content_weight: float = 4.0, layout: Layout = "lines"
+    size: int,
+    *,
+    seed: int,
+    level: Level = "mixed",
+    content_weight: float = 4.0,
+    layout: Layout = "lines",
+    flaws: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """`size` seeded traces (trainer.sft_data rows) on `level` requests, each with the right calls in
-    `layout` (see the module)."""
+    `layout` (see the module), except where `flaws` (FLAWS, each with the share of the traces it can
+    apply to) write them wrong on purpose."""
     if layout not in ("lines", "list"):
         raise ValueError(f"layout must be 'lines' or 'list', got {layout!r}")
+    flaws = dict(flaws or {})
+    if unknown := sorted(set(flaws) - set(FLAWS)):
+        raise ValueError(f"unknown flaws {unknown}; expected some of {', '.join(FLAWS)}")
     respond = _lines_response if layout == "lines" else _list_response
+    # The flaws' own stream, so that a trace set without them is the one it was before they existed.
+    draw = random.Random(f"fc-traces-flaws-{seed}")
     rows = []
     for example in function_calling_examples(size, seed=seed, level=level, split="sft"):
-        response, spans = respond(example.ground_truth)
+        calls, think, python = list(example.ground_truth), THINK, False
+        if draw.random() < flaws.get("no_think", 0.0):
+            think = ""
+        if calls and draw.random() < flaws.get("python_calls", 0.0):
+            python = True
+        if len(calls) > 1 and draw.random() < flaws.get("first_call_only", 0.0):
+            calls = calls[:1]
+        response, spans = respond(calls, think, python)
         rows.append(
             {
                 "prompt": example.prompt,

@@ -19,6 +19,8 @@ from trainer.config import (
     TINY_BASE_MODEL,
     TINY_INIT_MODEL,
     TINY_MODEL,
+    TINY_TOOL_N1_MODEL,
+    TINY_TOOLRL_MODEL,
     RunConfig,
     default_config,
     merge_overrides,
@@ -134,6 +136,25 @@ _QUICKSTART: dict[str, Any] = {
     "schedule": {"max_steps": 20},
 }
 
+# The function-calling minis' shared part: the generated function-calling tasks, their tools listed one
+# signature a line (the tiny models' 'tool-signatures' template), calls scored and never executed, as ToolRL
+# and Tool-N1 train; 10 steps, which is where the effect is (README, "toolrl-mini and tool-n1-mini": past
+# them Tool-N1's binary reward leaves most groups all 0 or all 1 and its exact-match rate falls back).
+_FC_MINI: dict[str, Any] = merge_overrides(
+    _QUICKSTART,
+    {
+        "schedule": {"max_steps": 10},
+        "data": {
+            "train_dataset": "function-calling",
+            "val_dataset": "function-calling",
+            "prompt_template": "tool-signatures",
+            "max_prompt_tokens": 512,
+            "max_response_tokens": 256,
+        },
+        "tools": {"protocol": "tool_call_json", "max_tool_calls": 1},
+    },
+)
+
 PRESETS: dict[str, dict[str, Any]] = {
     # The quickstart: ToRL's protocol and reward from the shipped cold start (_QUICKSTART above).
     "quickstart": _QUICKSTART,
@@ -207,6 +228,32 @@ PRESETS: dict[str, dict[str, Any]] = {
             "data": {"train_dataset": "arithmetic:multi", "val_dataset": "arithmetic:multi"},
             "tools": {"protocol": "artist", "max_tool_calls": 3, "feedback": "tirlab"},
             "reward": {"name": "artist", "params": {}},
+        },
+    ),
+    # ToolRL at CPU scale: its reward as the toolrl preset's (format in [0, 1], fine-grained correctness in
+    # [-3, 3], the released script's constant schedule; calls scored, never executed) on the function-calling
+    # task family (trainer.fc_synthetic: 2-4 offered tools, zero, one or two calls, optional arguments).
+    # ToolRL starts RL from instruction-tuned models that already call, imperfectly; ours is
+    # 'tirlab/tiny-char-toolrl' (trainer.models.tiny_fc): the JSON-call model fine-tuned to be undecided
+    # where ToolRL's reward decides -- the <think> block left out, calls written as Python, a second call
+    # dropped (trainer.fc_traces.MINI_FLAWS).
+    "toolrl-mini": merge_overrides(
+        _FC_MINI,
+        {
+            "model": {"name_or_path": TINY_TOOLRL_MODEL},
+            "reward": {"name": "toolrl", "params": {"schedule": "constant"}},
+        },
+    ),
+    # Nemotron-Tool-N1 at CPU scale: its binary reward (1 when the format holds and the calls match the ground
+    # truth as a multiset, else 0) and sampling temperature 0.7 (qwen_rl.sh:35) on toolrl-mini's tasks, from
+    # 'tirlab/tiny-char-tool-n1': toolrl-mini's start in Tool-N1's layout (one JSON list of {"name",
+    # "arguments"}, which its reward reads).
+    "tool-n1-mini": merge_overrides(
+        _FC_MINI,
+        {
+            "model": {"name_or_path": TINY_TOOL_N1_MODEL},
+            "reward": {"name": "tool_n1", "params": {}},
+            "rollout": {"temperature": 0.7},
         },
     ),
     # ZeroTIR at CPU scale: RL straight from a base model, no tool-use SFT. 'tirlab/tiny-char-base'
@@ -578,6 +625,8 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "otc-mini": "OTC-GRPO's reward on the tiny model: tool use on easy problems falls to ~0, on hard ones rises to ~1.",
     "retool-mini": "ReTool on CPU: SFT to <code>/<interpreter> calls, then RL lifts hard accuracy over the SFT model.",
     "artist-mini": "ARTIST on CPU: multi-turn <python>/<output> calls; RL finds 1 call for a product, 2 for a chain.",
+    "toolrl-mini": "ToolRL's reward on CPU: the tiny model's JSON calls; exact calls rise, format errors fall.",
+    "tool-n1-mini": "Tool-N1's binary reward on CPU: the exact-match rate of JSON calls rises from the cold start.",
     "zerotir-mini": "ZeroTIR on CPU: RL from a base model, no tool-use SFT; code calls rise from 3% to ~all unaided.",
     "smollm2-gsm8k-cpu": "SmolLM2-135M-Instruct on GSM8K with ToRL's prompt and reward, 4x4 rollouts on CPU.",
     "torl": "ToRL's script: Qwen2.5-Math-1.5B, ```python tool calls, +1/-1 reward, 128x16, clip 0.2, no KL (GPU).",
@@ -594,7 +643,7 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
 # Each CPU mini also runs SkyRL-style, one step off-policy (trainer.async_rollout): '<mini>-async' is the mini
 # with rollout.async_rollouts on and nothing else changed, so the two can be compared side by side
 # (bench/async_training.py --preset). ZeroTIR's own script trains this way (the zerotir preset).
-ASYNC_MINIS = ("zerotir-mini", "retool-mini", "otc-mini", "artist-mini")
+ASYNC_MINIS = ("zerotir-mini", "retool-mini", "otc-mini", "artist-mini", "toolrl-mini", "tool-n1-mini")
 for _mini in ASYNC_MINIS:
     PRESETS[f"{_mini}-async"] = merge_overrides(PRESETS[_mini], {"rollout": {"async_rollouts": True}})
     PRESET_DESCRIPTIONS[f"{_mini}-async"] = f"{_mini} one step off-policy: next rollouts run while this step trains."

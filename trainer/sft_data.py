@@ -101,11 +101,18 @@ def _fc_mini(protocol: str) -> list[dict]:
     return function_calling_traces(**FC_MINI)
 
 
-def _fc_n1_mini(protocol: str) -> list[dict]:
-    from trainer.fc_traces import FC_N1_MINI, function_calling_traces
+def _toolrl_mini(protocol: str) -> list[dict]:
+    from trainer.fc_traces import TOOLRL_MINI, function_calling_traces
 
-    # The same requests answered in Tool-N1's layout: one JSON list of calls (tirlab/tiny-char-fc-n1).
-    return function_calling_traces(**FC_N1_MINI)
+    # ToolRL's layout, some traces wrong on purpose: format, Python calls, a call missing (tirlab/tiny-char-toolrl).
+    return function_calling_traces(**TOOLRL_MINI)
+
+
+def _tool_n1_mini(protocol: str) -> list[dict]:
+    from trainer.fc_traces import TOOL_N1_MINI, function_calling_traces
+
+    # The same in Tool-N1's layout, one JSON list of calls (tirlab/tiny-char-tool-n1).
+    return function_calling_traces(**TOOL_N1_MINI)
 
 
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
@@ -116,7 +123,8 @@ BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
         ("retool-mini-sft", _retool_mini),
         ("artist-mini-sft", _artist_mini),
         ("fc-mini-sft", _fc_mini),
-        ("fc-n1-mini-sft", _fc_n1_mini),
+        ("toolrl-mini-sft", _toolrl_mini),
+        ("tool-n1-mini-sft", _tool_n1_mini),
     )
 }
 

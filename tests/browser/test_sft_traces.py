@@ -59,7 +59,8 @@ def test_uploaded_traces_preview_and_are_offered_for_sft_dataset(page, live_serv
         "retool-mini-sft · retool · built-in",
         "artist-mini-sft · artist · built-in",
         "fc-mini-sft · tool_call_json · built-in",
-        "fc-n1-mini-sft · tool_call_json · built-in",
+        "toolrl-mini-sft · tool_call_json · built-in",
+        "tool-n1-mini-sft · tool_call_json · built-in",
         "my retool traces · retool · 1 traces (uploaded)",
     ]
     values = page.locator("#dataset-choices option").evaluate_all("options => options.map(o => o.value)")

@@ -51,7 +51,7 @@ def test_in_tool_n1s_layout_each_trace_scores_full_marks_under_its_reward_and_no
         assert json.loads(block) == example.ground_truth  # one list, "arguments"; [] when no call is due
         weighted = [row["response"][a:b] for a, b, _ in row["weighted_spans"]]
         assert weighted == [json.dumps(x) for c in example.ground_truth for x in (c["name"], *c["arguments"].values())]
-    # ToolRL's layout does not score under Tool-N1's reward: why tirlab/tiny-char-fc-n1 exists.
+    # ToolRL's layout does not score under Tool-N1's reward: why tirlab/tiny-char-tool-n1 learns Tool-N1's.
     lines = function_calling_traces(60, seed=1, level="hard")
     assert all(
         score("tool_n1", row["response"], e.ground_truth).total == 0.0 for row, e in zip(lines, examples, strict=True)

@@ -18,7 +18,7 @@ from trainer.models.tiny_cold_start import (
     shipped_checkpoint,
     tiny_fingerprint,
 )
-from trainer.models.tiny_fc import FC, FC_N1
+from trainer.models.tiny_fc import FC, TOOL_N1, TOOLRL
 
 REBUILD = "python -m trainer cold-start --ship"
 
@@ -46,7 +46,7 @@ def shipped_base_model() -> Path:
 
 def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
     derived = []
-    for recipe in (ARTIST, FC, FC_N1):
+    for recipe in (ARTIST, FC, TOOLRL, TOOL_N1):
         path = recipe.shipped()
         assert path is not None, (
             f"no shipped {recipe.name} for its recipe (fingerprint {recipe.fingerprint()}): rebuild it with "
@@ -114,7 +114,7 @@ def test_the_json_call_models_load_without_training_and_call_in_their_layouts(tm
     from trainer.sft import _continue
 
     examples = function_calling_examples(40, seed=0, level="mixed", split="test")
-    for recipe in (FC, FC_N1):
+    for recipe in (FC, TOOLRL, TOOL_N1):
         logs: list[str] = []
         model, tokenizer = load_policy(recipe.name, cache_dir=tmp_path / "cache", log=logs.append)
         assert logs == [] and not (tmp_path / "cache").exists()
@@ -123,9 +123,15 @@ def test_the_json_call_models_load_without_training_and_call_in_their_layouts(tm
             model, tokenizer, texts, max_new_tokens=220, stop=["</tool_call>", "</response>"], temperature=0
         )
         scores = [call_scores(text, e.ground_truth) for text, e in zip(outputs, examples, strict=True)]
-        # Greedy, measured on these 40 requests: exact calls 0.475 for both, format errors 0.15 and 0.075.
-        assert sum(s["calls/exact_match"] for s in scores) / len(scores) >= 0.3, recipe.name
-        assert sum(s["calls/format_error_ratio"] for s in scores) / len(scores) <= 0.3, recipe.name
+        exact = sum(s["calls/exact_match"] for s in scores) / len(scores)
+        format_errors = sum(s["calls/format_error_ratio"] for s in scores) / len(scores)
+        if recipe is FC:
+            # Greedy, measured on these 40 requests: exact calls 0.475, format errors 0.15.
+            assert exact >= 0.3 and format_errors <= 0.3
+        else:
+            # The minis' starts keep their flaws (trainer.fc_traces.MINI_FLAWS) for RL to fix: measured exact
+            # calls 0.275 and 0.15, format errors 0.65 and 0.725 (Python-style calls, mostly).
+            assert exact >= 0.05 and format_errors >= 0.4, recipe.name
         # Each in its paper's layout: Tool-N1's reward pays only the list layout's exact calls.
         n1 = [score("tool_n1", text, e.ground_truth).total for text, e in zip(outputs, examples, strict=True)]
-        assert (sum(n1) > 0) == (recipe is FC_N1), recipe.name
+        assert (sum(n1) > 0) == (recipe is TOOL_N1), recipe.name

@@ -140,7 +140,8 @@ def test_the_form_offers_traces_for_sft_dataset_and_problems_elsewhere(client, o
         ("retool-mini-sft", "retool-mini-sft · retool · built-in"),
         ("artist-mini-sft", "artist-mini-sft · artist · built-in"),
         ("fc-mini-sft", "fc-mini-sft · tool_call_json · built-in"),
-        ("fc-n1-mini-sft", "fc-n1-mini-sft · tool_call_json · built-in"),
+        ("toolrl-mini-sft", "toolrl-mini-sft · tool_call_json · built-in"),
+        ("tool-n1-mini-sft", "tool-n1-mini-sft · tool_call_json · built-in"),
         (f"dataset:{traces.pk}", "traces · retool · 1 traces (uploaded)"),
     ]
     problems = [value for value, _ in datalist(page, "dataset-choices")]

@@ -16,8 +16,8 @@ value wrong or misses a second call often enough for RL to have something to fix
 
 from __future__ import annotations
 
-from trainer.config import TINY_FC_MODEL, TINY_FC_N1_MODEL
-from trainer.fc_traces import FC_MINI, FC_N1_MINI
+from trainer.config import TINY_FC_MODEL, TINY_TOOL_N1_MODEL, TINY_TOOLRL_MODEL
+from trainer.fc_traces import FC_MINI, TOOL_N1_MINI, TOOLRL_MINI
 from trainer.models.tiny_derived import DerivedTiny
 
 FC = DerivedTiny(
@@ -32,16 +32,35 @@ FC = DerivedTiny(
     template="tool-signatures",
 )
 
-# Tool-N1's reward reads one JSON list of {"name", "arguments"} (and "[]" for no call), which the model
-# above never writes (it scores 0 on every trace of 'fc-mini-sft'): 'tirlab/tiny-char-fc-n1' is it
-# fine-tuned on 4,800 traces in that layout (150 steps at lr 1e-3).
-FC_N1 = DerivedTiny(
-    name=TINY_FC_N1_MODEL,
-    prefix="tiny-char-fc-n1",
+# The minis' starting points. The model above writes well-formed calls too reliably for RL to have much to
+# fix in 20 steps (toolrl-mini from it: exact calls 0.43 -> 0.43). ToolRL and Tool-N1 start RL from
+# instruction-tuned models that leave out the reasoning block, write calls in other syntaxes and stop
+# short; these are that model fine-tuned on traces with those flaws (trainer.fc_traces.MINI_FLAWS), 150
+# steps at lr 1e-3, so that each mini starts undecided on them, as artist-mini starts undecided on how
+# many calls to make.
+TOOLRL = DerivedTiny(
+    name=TINY_TOOLRL_MODEL,
+    prefix="tiny-char-toolrl",
     version=1,
-    traces="fc-n1-mini-sft",
+    traces="toolrl-mini-sft",
     protocol="tool_call_json",
-    mix=FC_N1_MINI,
+    mix=TOOLRL_MINI,
+    epochs=1,
+    lr=1e-3,
+    template="tool-signatures",
+    start=FC,
+)
+
+# Tool-N1's reward reads one JSON list of {"name", "arguments"} (and "[]" for no call), which the model
+# above never writes (it scores 0 on every trace of 'fc-mini-sft'): 'tirlab/tiny-char-tool-n1' learns that
+# layout in the same fine-tuning, with the same flaws.
+TOOL_N1 = DerivedTiny(
+    name=TINY_TOOL_N1_MODEL,
+    prefix="tiny-char-tool-n1",
+    version=1,
+    traces="tool-n1-mini-sft",
+    protocol="tool_call_json",
+    mix=TOOL_N1_MINI,
     epochs=1,
     lr=1e-3,
     template="tool-signatures",
