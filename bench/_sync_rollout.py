@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from trainer.engines.base import Engine, GenerationOutput, GenerationRequest
+from trainer.envs.python import execute_code
 from trainer.protocols import Protocol, get_protocol
-from trainer.rollout import RolloutResult, RolloutSettings, Span, Trajectory, _append_tool_output, _execute, _State
+from trainer.rollout import RolloutResult, RolloutSettings, Span, Trajectory, _append_tool_output, _State
 from trainer.trajectory import Completion, ToolExecution
 
 _rollout_ids = itertools.count()
@@ -72,7 +73,7 @@ class _Active:
 
 async def _timed_execute(code: str | None, settings: RolloutSettings) -> tuple[ToolExecution, float, float]:
     started = time.perf_counter()
-    execution = await _execute(code, settings)
+    execution = await execute_code(code, get_protocol(settings.protocol), settings.call_context(None, None))
     return execution, started, time.perf_counter()
 
 

@@ -120,11 +120,35 @@ class DataConfig(_Section):
         return value
 
 
+# Which environment runs each protocol's calls (trainer.envs): the first is the protocol's default.
+PROTOCOL_ENVIRONMENTS: dict[str, tuple[str, ...]] = {
+    "python_markdown": ("python",),
+    "retool": ("python",),
+    "artist": ("python",),
+    "tool_call_json": ("none", "function_calling"),
+}
+
+
+def default_environment(protocol: str) -> str:
+    """The environment a protocol's calls run in when `tools.environment` is not given."""
+    return PROTOCOL_ENVIRONMENTS[protocol][0]
+
+
 class ToolConfig(_Section):
     """Tool-call syntax, call budget and sandbox limits."""
 
     protocol: Literal["python_markdown", "retool", "artist", "tool_call_json"] = Field(
         "python_markdown", description="Syntax of tool calls and tool outputs in the response."
+    )
+    environment: Literal["python", "function_calling", "none"] | None = Field(
+        None,
+        description=(
+            "What a call does (trainer.envs): 'python' runs the call's code in the sandbox (the code "
+            "protocols); 'none' runs nothing, the calls are scored as written (tool_call_json, as ToolRL and "
+            "Tool-N1 train); 'function_calling' runs each <tool_call> block's JSON calls against the offered "
+            "tools in the sandbox and feeds the results back in a <tool_response> block (tool_call_json, "
+            "multi-turn). None uses the protocol's default: 'python', or 'none' for tool_call_json."
+        ),
     )
     max_tool_calls: int = Field(1, ge=0, description="Tool calls allowed per response (ToRL's C); 0 disables tools.")
     feedback: FeedbackStyle = Field(
@@ -150,6 +174,20 @@ class ToolConfig(_Section):
     train_on_tool_output: bool = Field(
         False, description="Include tool-output tokens in the loss (normally masked out)."
     )
+
+    @property
+    def run_environment(self) -> str:
+        """The environment the calls run in: `environment`, or the protocol's default."""
+        return self.environment or default_environment(self.protocol)
+
+    @model_validator(mode="after")
+    def _check_environment(self) -> "ToolConfig":
+        allowed = PROTOCOL_ENVIRONMENTS[self.protocol]
+        if self.environment is not None and self.environment not in allowed:
+            names = " or ".join(f"'{name}'" for name in allowed)
+            message = f"protocol '{self.protocol}' runs its calls in {names}, not '{self.environment}'"
+            raise ConfigError({"environment": [message]})
+        return self
 
     @model_validator(mode="after")
     def _check_output_cap(self) -> "ToolConfig":

@@ -12,9 +12,11 @@ the run page draws first:
 - ``tool_productivity``: correct answers divided by tool calls over the step (OTC); absent when
   the step made no tool call, since the ratio is undefined there.
 - ``tool_calls/mean``, ``tool_calls/max``: tool calls per completion (see `tool_call_count`).
-- ``tool_exec/error_ratio``: executions whose status is not ``ok`` (errors, timeouts, memory and
-  output limits, kills) divided by executions; ``tool_exec/timeout_ratio``: executions with status
-  ``timeout`` divided by executions. Both absent when nothing was executed.
+- ``tool_exec/success_ratio``: executions whose status is ``ok`` divided by executions (for the
+  ``function_calling`` environment: blocks whose every call the offered schema accepted and ran);
+  ``tool_exec/error_ratio``, the rest: errors, timeouts, memory and output limits, kills;
+  ``tool_exec/timeout_ratio``: executions with status ``timeout`` divided by executions. All absent
+  when nothing was executed.
 - ``reward/mean``, ``reward/std``: mean and population standard deviation (ddof=0) of the totals.
 - ``reward/<component>/mean``: mean of each named component over the completions that report it.
 - ``groups/all_same_reward_ratio``: share of groups whose totals are all equal (within 1e-9), which
@@ -132,6 +134,7 @@ def step_metrics(
     if sum(calls):
         metrics[TOOL_PRODUCTIVITY] = sum(correct) / sum(calls)
     if statuses:
+        metrics["tool_exec/success_ratio"] = _mean(status == "ok" for status in statuses)
         metrics["tool_exec/error_ratio"] = _mean(status != "ok" for status in statuses)
         metrics["tool_exec/timeout_ratio"] = _mean(status == "timeout" for status in statuses)
 

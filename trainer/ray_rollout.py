@@ -84,11 +84,16 @@ class RolloutReplica:
         return sandbox.Result.from_dict(data)
 
     async def rollout(
-        self, prompts: list[list[int]], settings: RolloutSettings, seed: int | None, first_index: int
+        self,
+        prompts: list[list[int]],
+        settings: RolloutSettings,
+        seed: int | None,
+        first_index: int,
+        tools: list[list[dict] | None] | None = None,
     ) -> RolloutResult:
         try:
             return await arollout(
-                self.engine, prompts, settings, seed=seed, run_code=self.run_code, first_index=first_index
+                self.engine, prompts, settings, seed=seed, run_code=self.run_code, first_index=first_index, tools=tools
             )
         finally:
             self.engine.clear_cache()
@@ -175,9 +180,16 @@ class RayRollout:
         )
 
     def rollout(
-        self, prompts: Sequence[Sequence[int]], settings: RolloutSettings, *, seed: int | None, group_size: int
+        self,
+        prompts: Sequence[Sequence[int]],
+        settings: RolloutSettings,
+        *,
+        seed: int | None,
+        group_size: int,
+        tools: Sequence[list[dict] | None] | None = None,
     ) -> RolloutResult:
-        """`arollout` over the replicas, whole groups of `group_size` prompts each, results in order.
+        """`arollout` over the replicas, whole groups of `group_size` prompts each, results in order
+        (`tools`: each prompt's offered tools, as arollout takes them).
 
         The replicas run side by side, so gen_s and tool_s are those of the slowest share."""
         started = time.perf_counter()
@@ -185,7 +197,13 @@ class RayRollout:
         bounds = [round(r * groups / len(self.replicas)) * group_size for r in range(len(self.replicas) + 1)]
         bounds[-1] = len(prompts)
         calls = [
-            replica.rollout.remote([list(p) for p in prompts[low:high]], settings, seed, low)
+            replica.rollout.remote(
+                [list(p) for p in prompts[low:high]],
+                settings,
+                seed,
+                low,
+                None if tools is None else list(tools[low:high]),
+            )
             for replica, low, high in zip(self.replicas, bounds, bounds[1:], strict=False)
             if low < high
         ]

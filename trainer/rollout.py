@@ -35,15 +35,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol as TypingProtocol
 
-import sandbox
-from trainer.config import RunConfig
+from trainer.config import RunConfig, default_environment
 from trainer.engines.base import Engine, GenerationOutput, GenerationRequest
+from trainer.envs import CallContext, CodeRunner, Environment, get_environment
 from trainer.protocols import Feedback, FeedbackStyle, Protocol, get_protocol
 from trainer.trajectory import Completion, ToolExecution
 
-NO_CODE_OUTPUT = "SyntaxError: no complete code block"
 # How often a rollout with a `stop` event looks at it while every trajectory waits on a tool call.
 STOP_POLL_S = 0.05
 
@@ -54,17 +52,13 @@ class RolloutStopped(Exception):
     """The caller set the rollout's `stop` event: it ended early, its trajectories dropped."""
 
 
-class CodeRunner(TypingProtocol):
-    """Runs one snippet under the call's limits, like `sandbox.arun` (the default)."""
-
-    async def __call__(self, code: str, *, timeout_s: float, memory_mb: int) -> sandbox.Result: ...
-
-
 @dataclass(frozen=True)
 class RolloutSettings:
     """What the rollout takes from a RunConfig."""
 
     protocol: str = "python_markdown"
+    # What a call does (trainer.envs); None: the protocol's default.
+    environment: str | None = None
     max_tool_calls: int = 1
     feedback: FeedbackStyle = "torl"
     output_max_chars: int = 256
@@ -81,6 +75,7 @@ class RolloutSettings:
     def from_config(cls, config: RunConfig) -> "RolloutSettings":
         return cls(
             protocol=config.tools.protocol,
+            environment=config.tools.run_environment,
             max_tool_calls=config.tools.max_tool_calls,
             feedback=config.tools.feedback,
             output_max_chars=config.tools.output_max_chars,
@@ -90,6 +85,15 @@ class RolloutSettings:
             temperature=config.rollout.temperature,
             top_p=config.rollout.top_p,
             max_response_tokens=config.data.max_response_tokens,
+        )
+
+    def env(self) -> Environment:
+        return get_environment(self.environment or default_environment(self.protocol))
+
+    def call_context(self, tools: list[dict] | None, run_code: CodeRunner | None) -> CallContext:
+        """A trajectory's context for its calls: the example's tools, the sandbox limits, fresh state."""
+        return CallContext(
+            tools=tools, timeout_s=self.sandbox_timeout_s, memory_mb=self.sandbox_memory_mb, run_code=run_code
         )
 
 
@@ -276,24 +280,6 @@ class _State:
             self.model_tokens -= count
 
 
-async def _execute(code: str | None, settings: RolloutSettings, run_code: CodeRunner | None = None) -> ToolExecution:
-    if code is None:
-        # The model wrote the marker without a complete block: a failed call, counted against the budget.
-        return ToolExecution(call="", status="error", output=NO_CODE_OUTPUT, stderr=NO_CODE_OUTPUT)
-    # What runs is the code as the protocol's paper sends it to its sandbox.
-    code = get_protocol(settings.protocol).prepare_code(code)
-    # Looked up per call, so the default follows sandbox.arun wherever it points.
-    run = run_code if run_code is not None else sandbox.arun
-    result = await run(code, timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
-    return ToolExecution(
-        call=code,
-        status=result.status,
-        output=result.stdout + result.stderr,
-        duration_ms=result.duration_ms,
-        stderr=result.stderr,
-    )
-
-
 def _feedback(engine: Engine, settings: RolloutSettings) -> Feedback:
     """The run's feedback style; ZeroTIR's counts tokens with the policy's tokenizer, as its loop does."""
     tokenizer = engine.tokenizer
@@ -312,18 +298,17 @@ def _append_tool_output(
     execution: ToolExecution | None,
     settings: RolloutSettings,
 ) -> bool:
-    """Append the wrapped result after this turn's generation; False when the response limit cut it.
+    """Append the fed-back result after this turn's generation; False when the response limit cut it.
 
-    `turn` is the text before this turn, the text up to the end of the stop marker (a token may run
-    past it) and the turn's generated ids. Generated tokens beyond what the protocol kept of the
-    text are dropped (see the module docstring). With no execution (a stop without a complete call,
-    under a feedback style that reports nothing) the marker is dropped and nothing is added.
+    `turn` is the text before this turn, the text up to the end of the stop string (a token may run
+    past it) and the turn's generated ids. What follows is the environment's (`settings.env()`): the
+    protocol's wrapper around the output in the run's feedback style for `python`. Generated tokens
+    beyond what it kept of the text are dropped (see the module docstring). With no execution (a stop
+    without a complete call, under a feedback style that reports nothing) the marker is dropped and
+    nothing is added.
     """
     before, stopped, turn_ids = turn
-    if execution is None:
-        new_text = protocol.drop_marker(stopped)
-    else:
-        new_text = protocol.append_output(stopped, execution, feedback=_feedback(engine, settings))
+    new_text = settings.env().append_output(protocol, stopped, execution, _feedback(engine, settings))
     if not new_text.startswith(before):
         raise RuntimeError(f"protocol {protocol.name!r} rewrote text before the current turn")
     tokenizer = engine.tokenizer
@@ -356,8 +341,11 @@ async def _trajectory(
     seed: int | None,
     cache_key: tuple[int, int],
     run_code: CodeRunner | None = None,
+    tools: list[dict] | None = None,
 ) -> Trajectory:
     protocol = get_protocol(settings.protocol)
+    env = settings.env()
+    context = settings.call_context(tools, run_code)
     feedback = Feedback(settings.feedback)
     state = _State()
     executions: list[ToolExecution] = []
@@ -367,7 +355,7 @@ async def _trajectory(
     truncated = False
     try:
         for turn in itertools.count():
-            stops = protocol.stop_strings(calls_made, settings.max_tool_calls)
+            stops = env.stop_strings(protocol, calls_made, settings.max_tool_calls)
             request = GenerationRequest(
                 token_ids=prompt_ids + state.response_ids,
                 max_new_tokens=settings.max_response_tokens - len(state.response_ids),
@@ -386,20 +374,18 @@ async def _trajectory(
             if output.finish_reason == "length":
                 truncated = True
                 break
-            if output.finish_reason != "stop" or output.stop_string != protocol.stop_marker:
+            if output.finish_reason != "stop" or output.stop_string not in stops:
                 break
             marker = output.stop_string
             stopped = before + output.text[: output.text.find(marker) + len(marker)]
             calls_made += 1
-            code = feedback.code_to_run(protocol.extract_call(stopped))
-            execution: ToolExecution | None = None
-            if code is not None or feedback.reports_missing_call:
-                start = clock.now()
-                clock.tool_started()
-                try:
-                    execution = await _execute(code, settings, run_code)
-                finally:
-                    clock.tool_ended()
+            start = clock.now()
+            clock.tool_started()
+            try:
+                execution = await env.run_call(protocol, stopped, feedback, context)
+            finally:
+                clock.tool_ended()
+            if execution is not None:
                 spans.append(Span("tool", start, clock.now()))
                 executions.append(execution)
             turn_data = (before, stopped, list(output.new_token_ids))
@@ -435,8 +421,12 @@ async def arollout(
     run_code: CodeRunner | None = None,
     first_index: int = 0,
     stop: threading.Event | None = None,
+    tools: Sequence[list[dict] | None] | None = None,
 ) -> RolloutResult:
     """Roll out one response per prompt (repeat a prompt G times for a GRPO group).
+
+    `tools`, one entry per prompt, are the tools each prompt's example offers: what the
+    `function_calling` environment runs calls against.
 
     `seed` makes sampling reproducible (per trajectory and turn, independent of batching);
     None draws from torch's generator inside the engine. `run_code` executes tool calls
@@ -450,8 +440,23 @@ async def arollout(
     batcher = _Batcher(engine, continuous=settings.continuous_batching, stop=stop)
     clock = _Clock()
     batch_task = asyncio.create_task(batcher.run())
+    if tools is not None and len(tools) != len(prompts):
+        raise ValueError(f"{len(tools)} tool lists for {len(prompts)} prompts")
     tasks = [
-        asyncio.create_task(_trajectory(i, list(p), engine, batcher, clock, settings, seed, (rollout_id, i), run_code))
+        asyncio.create_task(
+            _trajectory(
+                i,
+                list(p),
+                engine,
+                batcher,
+                clock,
+                settings,
+                seed,
+                (rollout_id, i),
+                run_code,
+                tools[i - first_index] if tools is not None else None,
+            )  # fmt: skip
+        )
         for i, p in enumerate(prompts, start=first_index)
     ]
     watcher = asyncio.create_task(_cancel_on(stop, tasks)) if stop is not None else None
@@ -496,6 +501,7 @@ def rollout(
     *,
     seed: int | None = None,
     stop: threading.Event | None = None,
+    tools: Sequence[list[dict] | None] | None = None,
 ) -> RolloutResult:
     """`arollout` on a fresh event loop, for synchronous callers such as the training loop."""
-    return asyncio.run(arollout(engine, prompts, settings, seed=seed, stop=stop))
+    return asyncio.run(arollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools))

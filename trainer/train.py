@@ -344,6 +344,8 @@ class Trainer:
         pipeline closes."""
         settings = dataclasses.replace(self.settings, temperature=0.0) if greedy else self.settings
         prompts = [self.prompt_ids(example) for _, example in examples for _ in range(group_size)]
+        # The tools each prompt offers, which the function_calling environment runs calls against.
+        tools = [example.tools for _, example in examples for _ in range(group_size)]
         shared = self.behaviour is not None and self.behaviour.engine is None
         if not behaviour and shared and self.behaviour.version != self.policy_version:
             # vLLM or the Ray replicas sample the behaviour weights, maybe the next step right now:
@@ -351,10 +353,11 @@ class Trainer:
             self.pipeline.wait()
             self.sync_weights()
         if self.ray_rollout is not None:
-            result = self.ray_rollout.rollout(prompts, settings, seed=seed, group_size=group_size)
+            result = self.ray_rollout.rollout(prompts, settings, seed=seed, group_size=group_size, tools=tools)
         else:
             engine = self.behaviour.engine if behaviour and self.behaviour.engine is not None else self.engine
-            result = rollout(engine, prompts, settings, seed=seed, stop=self.pipeline.stop if behaviour else None)
+            stop = self.pipeline.stop if behaviour else None
+            result = rollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools)
             engine.clear_cache()
         groups = []
         for g, (index, example) in enumerate(examples):

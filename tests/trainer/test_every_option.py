@@ -367,6 +367,10 @@ CHECKS: dict[str, Check] = {
     ),
     "data.max_response_tokens": differs(settings, "data.max_response_tokens", 64, 32),
     "tools.protocol": differs(settings, "tools.protocol", "python_markdown", "retool"),
+    # What the rollout does with each (stop at </tool_call>, run, feed back): tests/trainer/test_envs.py.
+    "tools.environment": differs(
+        settings, "tools.environment", "none", "function_calling", tools={"protocol": "tool_call_json"}
+    ),
     "tools.max_tool_calls": differs(settings, "tools.max_tool_calls", 1, 2),
     "tools.feedback": differs(settings, "tools.feedback", "torl", "tirlab"),
     "tools.output_max_chars": differs(settings, "tools.output_max_chars", 256, 100),

@@ -62,7 +62,8 @@ def test_every_metric_of_a_step_by_hand() -> None:
             "tool_productivity": 2 / 4,  # 2 correct answers over 4 calls
             "tool_calls/mean": 4 / 5,
             "tool_calls/max": 2.0,
-            "tool_exec/error_ratio": 2 / 4,  # error and timeout out of ok, ok, error, timeout
+            "tool_exec/success_ratio": 2 / 4,  # ok, ok out of ok, ok, error, timeout
+            "tool_exec/error_ratio": 2 / 4,  # error and timeout
             "tool_exec/timeout_ratio": 1 / 4,
             "reward/mean": -0.2,
             "reward/std": math.sqrt((2 * 1.2**2 + 3 * 0.8**2) / 5),

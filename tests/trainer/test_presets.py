@@ -133,6 +133,19 @@ def test_zerotir_mini_runs_the_zerotir_presets_algorithm_on_the_tiny_base_model(
     )
 
 
+@pytest.mark.parametrize(("mini", "paper", "model"), [
+    ("toolrl-mini", "toolrl", "tirlab/tiny-char-toolrl"),
+    ("tool-n1-mini", "tool-n1", "tirlab/tiny-char-tool-n1"),
+])  # fmt: skip
+def test_the_function_calling_minis_train_with_their_papers_reward_and_sampling(mini, paper, model):
+    config, script = preset_config(mini), preset_config(paper)
+    assert config.model.name_or_path == model
+    assert config.reward == script.reward and config.rollout.temperature == script.rollout.temperature
+    # Calls scored as written, as both papers train: nothing runs.
+    assert config.tools.protocol == "tool_call_json" and config.tools.run_environment == "none"
+    assert config.data.train_dataset == "function-calling" and config.data.prompt_template == "tool-signatures"
+
+
 @pytest.mark.parametrize("mini", ASYNC_MINIS)
 def test_each_mini_has_an_async_version_that_differs_only_in_async_rollouts(mini):
     sync, off_policy = preset_config(mini).model_dump(), preset_config(f"{mini}-async").model_dump()

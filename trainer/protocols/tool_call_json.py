@@ -1,5 +1,8 @@
 """tool_call_json (ToolRL, Nemotron-Tool-N1): <think>...</think>, then <tool_call>...</tool_call>
-holding JSON calls and/or <response>...</response>. Single step: calls are scored, not executed.
+holding JSON calls and/or <response>...</response>. Single step by default (the `none` environment:
+calls are scored, not executed); in the `function_calling` environment (trainer.envs) each block's
+calls run and their results follow it in a <tool_response> block, which is tool text:
+`</tool_call>` + RESPONSE_OPEN ... RESPONSE_CLOSE (`wrap_response`).
 
 Two call layouts exist, and each paper parses its own:
 - ToolRL (qiancheng0/ToolRL, verl/utils/reward_score/rlla.py): the first <tool_call> block,
@@ -20,6 +23,13 @@ CallStyle = Literal["lines", "list"]
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL)
+# The results of a block's calls, as Qwen2.5's and Hermes' chat templates wrap a tool's result.
+RESPONSE_OPEN, RESPONSE_CLOSE = "\n<tool_response>\n", "\n</tool_response>\n"
+
+
+def wrap_response(text: str) -> str:
+    """What follows `</tool_call>` when its calls ran: their results, one JSON line a call."""
+    return f"{RESPONSE_OPEN}{text}{RESPONSE_CLOSE}"
 
 
 def parse_calls_lines(text: str) -> list[Any] | None:
@@ -58,7 +68,10 @@ def parse_calls_list(text: str) -> list[Any] | None:
 class ToolCallJson(Protocol):
     name: ClassVar[str] = "tool_call_json"
     stop_marker: ClassVar[str | None] = None
-    tool_output_re: ClassVar[re.Pattern[str] | None] = None
+    # Only where the function_calling environment ran the block (the rollout records the executions).
+    tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(
+        r"(?<=</tool_call>)(?P<tool>\n<tool_response>\n.*?\n</tool_response>\n)", re.DOTALL
+    )
     call_re: ClassVar[re.Pattern[str]] = tagged_call_re("tool_call")
     call_language: ClassVar[str] = "json"
 

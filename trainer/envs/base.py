@@ -1,0 +1,75 @@
+"""What a tool call does: the environment a rollout's calls run in (`tools.environment`).
+
+The protocol (trainer.protocols) is the syntax of a call in model text; the environment is what the
+call does. An environment owns:
+
+- when generation stops for a call (its stop strings under the call budget; none for an environment
+  that runs nothing),
+- how the call the model wrote is executed -- in the sandbox, since it is model-written -- against the
+  tools the example offers (`CallContext.tools`, the schemas the prompt shows),
+- the text fed back after it, which the rollout appends as tool text (masked from the loss),
+- the per-trajectory state of a multi-turn task (`CallContext.state`, one dict per trajectory).
+
+The rollout (trainer.rollout) asks the run's environment at each stop; everything else about a
+trajectory -- tokens, masks, the length budget -- stays the rollout's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from typing import Protocol as TypingProtocol
+
+import sandbox
+from trainer.protocols import Feedback, Protocol
+from trainer.trajectory import ToolExecution
+
+
+class CodeRunner(TypingProtocol):
+    """Runs one snippet under the call's limits, like `sandbox.arun` (the default)."""
+
+    async def __call__(self, code: str, *, timeout_s: float, memory_mb: int) -> sandbox.Result: ...
+
+
+@dataclass
+class CallContext:
+    """What a call of one trajectory runs with: the example's offered tools, the sandbox limits and
+    runner (None: `sandbox.arun`), and the trajectory's state, kept across its calls."""
+
+    tools: list[dict[str, Any]] | None = None
+    timeout_s: float = 10.0
+    memory_mb: int = 1024
+    run_code: CodeRunner | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+    async def run(self, code: str) -> sandbox.Result:
+        # Looked up per call, so the default follows sandbox.arun wherever it points.
+        run = self.run_code if self.run_code is not None else sandbox.arun
+        return await run(code, timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+
+
+class Environment(ABC):
+    """Base of the environments; one stateless instance each, registered by `name`."""
+
+    name: ClassVar[str]
+    # The protocols whose calls it runs (the config refuses other pairs).
+    protocols: ClassVar[tuple[str, ...]]
+    description: ClassVar[str]
+
+    @abstractmethod
+    def stop_strings(self, protocol: Protocol, calls_made: int, budget: int | None) -> list[str]:
+        """Where the next generation stops for a call; [] when no call is run (any more)."""
+
+    async def run_call(
+        self, protocol: Protocol, stopped: str, feedback: Feedback, context: CallContext
+    ) -> ToolExecution | None:
+        """Execute the call that `stopped` (the response so far, ending at the stop string) ends with;
+        None when nothing ran and nothing is to be reported."""
+        raise NotImplementedError(f"the {self.name!r} environment runs no calls")
+
+    def append_output(
+        self, protocol: Protocol, stopped: str, execution: ToolExecution | None, feedback: Feedback
+    ) -> str:
+        """`stopped` followed by what is fed back for `execution`: the text the next turn continues."""
+        raise NotImplementedError(f"the {self.name!r} environment runs no calls")
