@@ -126,6 +126,7 @@ PROTOCOL_ENVIRONMENTS: dict[str, tuple[str, ...]] = {
     "retool": ("python",),
     "artist": ("python",),
     "tool_call_json": ("none", "function_calling"),
+    "artist_fc": ("function_calling",),
 }
 
 
@@ -137,7 +138,7 @@ def default_environment(protocol: str) -> str:
 class ToolConfig(_Section):
     """Tool-call syntax, call budget and sandbox limits."""
 
-    protocol: Literal["python_markdown", "retool", "artist", "tool_call_json"] = Field(
+    protocol: Literal["python_markdown", "retool", "artist", "tool_call_json", "artist_fc"] = Field(
         "python_markdown", description="Syntax of tool calls and tool outputs in the response."
     )
     environment: Literal["python", "function_calling", "none"] | None = Field(
@@ -145,9 +146,10 @@ class ToolConfig(_Section):
         description=(
             "What a call does (trainer.envs): 'python' runs the call's code in the sandbox (the code "
             "protocols); 'none' runs nothing, the calls are scored as written (tool_call_json, as ToolRL and "
-            "Tool-N1 train); 'function_calling' runs each <tool_call> block's JSON calls against the offered "
-            "tools in the sandbox and feeds the results back in a <tool_response> block (tool_call_json, "
-            "multi-turn). None uses the protocol's default: 'python', or 'none' for tool_call_json."
+            "Tool-N1 train); 'function_calling' runs each call block's JSON calls against the offered tools in "
+            "the sandbox and feeds the results back (tool_call_json's <tool_response>, multi-turn; artist_fc's "
+            "<tool_result>, its only one). None uses the protocol's default: 'python', 'none' for "
+            "tool_call_json, 'function_calling' for artist_fc."
         ),
     )
     max_tool_calls: int = Field(1, ge=0, description="Tool calls allowed per response (ToRL's C); 0 disables tools.")

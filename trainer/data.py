@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from trainer.call_metrics import ground_truth_calls
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX
+from trainer.fc_chains import CHAIN_LEVELS, tool_chain_examples
 from trainer.fc_synthetic import LEVELS as FC_LEVELS
 from trainer.fc_synthetic import function_calling_examples
 from trainer.protocols import PROTOCOL_NAMES, Protocol, get_protocol
@@ -97,6 +98,7 @@ BUILTIN_DATASETS = (
     "arithmetic:easy",
     "arithmetic:hard",
     "function-calling",
+    "tool-chains",
     *BUILTIN_FILES,
     *USER_FILES,
 )
@@ -113,6 +115,11 @@ GENERATORS: dict[str, tuple[tuple[str, ...], str, _Generate]] = {
         FC_LEVELS,
         "level",
         lambda size, seed, level, split: function_calling_examples(size, seed=seed, level=level, split=split),  # type: ignore[arg-type]
+    ),
+    "tool-chains": (
+        CHAIN_LEVELS,
+        "level",
+        lambda size, seed, level, split: tool_chain_examples(size, seed=seed, level=level, split=split),  # type: ignore[arg-type]
     ),
 }
 GENERATED = tuple(GENERATORS)
@@ -389,6 +396,8 @@ def load_dataset(
       ``seed`` and ``size`` shape it, and ``split`` gives the validation split its own problems.
     - ``function-calling`` (or ``function-calling:<level>``: ``easy``, ``hard``, ``mixed``): the seeded
       function-calling generator (trainer.fc_synthetic), shaped the same way.
+    - ``tool-chains`` (or ``tool-chains:<level>``: ``one``, ``chain``, ``mixed``): multi-turn tasks whose
+      second call needs the first call's result (trainer.fc_chains).
     - a name in `BUILTIN_FILES` (``gsm8k``, ``gsm8k-test``, ``toolrl-test``): that file, whatever
       ``split`` says, as on the dashboard.
     - a name in `USER_FILES` (``torl-test``): the file the user put at its path; an error says where

@@ -11,14 +11,22 @@ first checked against the tool's schema as offered in the prompt (unknown tool, 
 parameter, unknown parameter, wrong type, value outside an enum); a failed check is an error result,
 as an API answers a bad request.
 
-`run_calls(schemas, calls)` prints one JSON line per call: ``{"name": ..., "result": ...}`` or
-``{"name": ..., "error": ...}``, and exits 1 when any call failed.
+`run_calls(schemas, calls, state)` prints one JSON line per call: ``{"name": ..., "result": ...}`` or
+``{"name": ..., "error": ...}``, then the state after the calls on a last line that starts with
+STATE_LINE, and exits 1 when any call failed.
+
+The state is what the calls changed, for multi-turn tasks whose outcome is judged on it (ARTIST's
+state reward): each tool with a side effect appends what it did to one state variable (STATE_OF:
+booked tables and flights, sent emails, timers, calendar events); queries change nothing. A refused call changes
+nothing. The state comes in from the previous call of the trajectory (trainer.envs.function_calling
+keeps it) and goes out on the last line; the caller strips that line from what the model reads.
 """
 
 import hashlib
 import json
 import sys
 
+STATE_LINE = "#state "
 SKIES = ("sunny", "cloudy", "rain", "windy", "snow")
 # Units of a currency per US dollar: fixed, so that a conversion has one right answer.
 PER_USD = {"USD": 1.0, "EUR": 0.92, "GBP": 0.79, "JPY": 151.0, "CHF": 0.88}
@@ -137,6 +145,15 @@ def add_event(title, date, duration_hours=1):
     return {"event_id": f"e{_digits(title, date) % 10000:04d}", "title": title, "date": date, "hours": duration_hours}
 
 
+def book_flight(flight, passengers):
+    airline, _, number = flight.partition(" ")
+    if airline not in AIRLINES or not (number.isdigit() and len(number) == 3):
+        raise CallError(f"no flight {flight!r}: a flight is an airline and a number, e.g. 'TL 123'")
+    if passengers < 1 or passengers > 9:
+        raise CallError("passengers must be between 1 and 9")
+    return {"booking": f"B{_digits(flight, passengers) % 100000:05d}", "flight": flight, "passengers": passengers}
+
+
 IMPLEMENTATIONS = {
     "get_weather": get_weather,
     "convert_currency": convert_currency,
@@ -146,6 +163,7 @@ IMPLEMENTATIONS = {
     "search_flights": search_flights,
     "translate_text": translate_text,
     "add_event": add_event,
+    "book_flight": book_flight,
 }
 
 
@@ -190,9 +208,30 @@ def call(schemas, one):
         return {"name": name, "error": str(exc)}
 
 
-def run_calls(schemas, calls):
+# The state variable each side effect goes to, and what of a successful call it records.
+STATE_OF = {
+    "book_table": ("table_bookings", ("restaurant", "time", "confirmation")),
+    "send_email": ("emails_sent", ("to", "subject")),
+    "set_timer": ("timers", ("minutes", "label")),
+    "add_event": ("calendar_events", ("title", "date")),
+    "book_flight": ("flight_bookings", ("flight", "passengers")),
+}
+
+
+def record(state, line):
+    """Add a successful call's side effect to `state`."""
+    if line.get("name") in STATE_OF and "result" in line:
+        variable, keys = STATE_OF[line["name"]]
+        done = {key: line["result"][key] for key in keys if key in line["result"]}
+        state.setdefault(variable, []).append(done)
+
+
+def run_calls(schemas, calls, state=None):
+    state = dict(state or {})
     lines = [call({s["name"]: s for s in schemas}, one) for one in calls]
     for line in lines:
+        record(state, line)
         print(json.dumps(line, ensure_ascii=False))
+    print(STATE_LINE + json.dumps(state, ensure_ascii=False, sort_keys=True))
     if any("error" in line for line in lines):
         sys.exit(1)

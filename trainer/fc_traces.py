@@ -64,7 +64,7 @@ def call_line(call: dict[str, Any], arguments: str = "parameters") -> str:
     return json.dumps({"name": call["name"], arguments: call["arguments"]})
 
 
-def _value_spans(line: str, offset: int, call: dict[str, Any]) -> list[tuple[int, int]]:
+def value_spans(line: str, offset: int, call: dict[str, Any]) -> list[tuple[int, int]]:
     """Where the name and each argument value of `call` lie in its line (shifted by `offset`)."""
     spans = []
     name = json.dumps(call["name"])
@@ -103,7 +103,7 @@ def _lines_response(
     response, spans = think + "<tool_call>\n", []
     for call in calls:
         line = python_call(call) if python else call_line(call)
-        spans += (_python_spans if python else _value_spans)(line, len(response), call)
+        spans += (_python_spans if python else value_spans)(line, len(response), call)
         response += line + "\n"
     return response + "</tool_call>", spans
 
@@ -115,7 +115,7 @@ def _list_response(
     for index, call in enumerate(calls):
         response += ", " if index else ""
         item = python_call(call) if python else call_line(call, "arguments")
-        spans += (_python_spans if python else _value_spans)(item, len(response), call)
+        spans += (_python_spans if python else value_spans)(item, len(response), call)
         response += item
     return response + "]</tool_call>", spans
 

@@ -201,6 +201,9 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "retool": "retool",
     "artist": "artist",
     "tool_call_json": "toolrl",
+    # ARTIST's function-calling prompt (its Appendix A.2) is not in the text we could read: the offered
+    # tools one signature a line, the shortest prompt that shows them.
+    "artist_fc": "tool-signatures",
 }
 
 # ToRL keeps a raw-template row only if its prompt has at most max_prompt_length - 10 tokens

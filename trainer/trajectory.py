@@ -29,6 +29,9 @@ class ToolExecution:
     output: str = ""
     duration_ms: float = 0.0
     stderr: str = ""
+    # A stateful environment's state after this call (trainer.envs: the function_calling tools' side
+    # effects -- bookings, emails, timers, events); None where the environment keeps none.
+    state: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -116,6 +116,10 @@ def test_the_config_pairs_each_protocol_with_the_environments_that_run_its_calls
     with pytest.raises(ConfigError) as refused:
         validate_config({"tools": {"protocol": "tool_call_json", "environment": "python"}})
     assert "runs its calls in 'none' or 'function_calling'" in refused.value.errors["tools.environment"][0]
+    # ARTIST's function-calling syntax exists to run its calls.
+    assert RunConfig.model_validate({"tools": {"protocol": "artist_fc"}}).tools.run_environment == "function_calling"
+    with pytest.raises(ConfigError):
+        validate_config({"tools": {"protocol": "artist_fc", "environment": "none"}})
 
 
 def test_a_run_in_the_function_calling_environment_executes_its_calls_and_reports_them(tiny_model_cache, tmp_path):
@@ -136,3 +140,49 @@ def test_a_run_in_the_function_calling_environment_executes_its_calls_and_report
         # The model's block, then the results as tool text, then the model again.
         assert t["turns"][0]["text"].rstrip().endswith("</tool_call>")
         assert t["turns"][1]["kind"] == "tool" and t["turns"][1]["text"].startswith("\n<tool_response>\n")
+
+
+def test_the_tool_state_carries_from_call_to_call_and_stays_out_of_what_the_model_reads(tokenizer):
+    tools = [TOOLS["set_timer"].schema(), TOOLS["add_event"].schema(), TOOLS["get_weather"].schema()]
+    timer = '<tool_call>\n{"name": "set_timer", "parameters": {"minutes": 5, "label": "tea"}}\n</tool_call>'
+    event = '<tool_call>\n{"name": "add_event", "parameters": {"title": "Dentist", "date": "2026-05-02"}}\n</tool_call>'
+    refused = '<tool_call>\n{"name": "set_timer", "parameters": {"minutes": 0}}\n</tool_call>'
+    query = '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}\n</tool_call>'
+    result = _roll(
+        tokenizer,
+        {"Tea, then the dentist.\n": [timer, event, refused, query, REPLY]},
+        [tools],
+        environment="function_calling",
+        max_tool_calls=4,
+    )
+    completion = result.trajectories[0].completion
+    states = [e.state for e in completion.executions]
+    tea = {"timers": [{"minutes": 5, "label": "tea"}]}
+    both = {**tea, "calendar_events": [{"title": "Dentist", "date": "2026-05-02"}]}
+    # A side effect adds to the state; a refused call and a query change nothing.
+    assert states == [tea, both, both, both]
+    assert [e.status for e in completion.executions] == ["ok", "ok", "error", "ok"]
+    assert "#state" not in completion.text and "calendar_events" not in completion.text
+
+
+def test_an_artist_chain_searches_reads_the_result_books_and_earns_artists_full_reward(tokenizer):
+    from trainer.fc_chains import tool_chain_examples
+    from trainer.rewards import score
+
+    (task,) = tool_chain_examples(1, seed=2, level="chain", split="test")
+    search, book = task.ground_truth["calls"]
+    turns = [f"<reasoning></reasoning>\n<tool>\n{json.dumps(call)}\n</tool>" for call in (search, book)] + ["Booked."]
+    engine = ScriptedEngine(tokenizer, {"Chain?\n": turns})
+    settings = RolloutSettings(
+        protocol="artist_fc", environment="function_calling", max_tool_calls=3, max_response_tokens=1024
+    )
+    result = rollout(engine, [tokenizer.encode("Chain?\n")], settings, tools=[task.tools])
+    completion = result.trajectories[0].completion
+    searched, booked = completion.executions
+    # The search's result is fed back, and the flight the booking names is the first one it lists.
+    assert f'"flight": "{book["arguments"]["flight"]}"' in completion.text.split("</tool_result>")[0]
+    assert completion.text.count("\n<tool_result>\n") == 2 and completion.text.endswith("</tool_result>\nBooked.")
+    assert searched.state == {} and booked.state == task.ground_truth["state"]
+    reward = score("artist_fc", completion, task.ground_truth)
+    assert reward.correct and reward.total == pytest.approx(1.2)
+    assert reward.components == pytest.approx({"state": 0.5, "function": 0.5, "format": 0.2})

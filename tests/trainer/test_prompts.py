@@ -28,7 +28,9 @@ def tool_example(tools: list[dict]) -> Example:
 
 
 def test_every_protocol_has_a_default_template() -> None:
-    assert set(DEFAULT_TEMPLATES) == {"python_markdown", "retool", "artist", "tool_call_json"}
+    from trainer.protocols import PROTOCOL_NAMES
+
+    assert set(DEFAULT_TEMPLATES) == set(PROTOCOL_NAMES)
     assert all(name in TEMPLATES for name in DEFAULT_TEMPLATES.values())
 
 

@@ -16,6 +16,7 @@ TURNS = {
     "retool": "<think>multiply</think>\n<code>\n```python\nprint(6 * 7)\n```\n</code>",
     "artist": "<think>multiply</think>\n<python>\nprint(6 * 7)\n</python>",
     "tool_call_json": '<think>look it up</think>\n<tool_call>\n{"name": "mul", "parameters": {"a": 6}}\n</tool_call>',
+    "artist_fc": '<reasoning>look it up</reasoning>\n<tool>\n{"name": "mul", "arguments": {"a": 6}}\n</tool>',
 }
 
 AWKWARD = [
@@ -50,7 +51,7 @@ def test_the_call_shown_is_the_call_executed(name: str) -> None:
 
 @pytest.mark.parametrize("name", PROTOCOL_NAMES)
 def test_every_protocol_says_how_to_highlight_its_calls(name: str) -> None:
-    assert get_protocol(name).call_language == ("json" if name == "tool_call_json" else "python")
+    assert get_protocol(name).call_language == ("json" if name in ("tool_call_json", "artist_fc") else "python")
 
 
 def test_python_markdown_markers_stay_prose() -> None:

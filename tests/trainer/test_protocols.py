@@ -17,7 +17,7 @@ def ok(output: str) -> ToolExecution:
 
 
 def test_protocol_names() -> None:
-    assert PROTOCOL_NAMES == ("python_markdown", "retool", "artist", "tool_call_json")
+    assert PROTOCOL_NAMES == ("python_markdown", "retool", "artist", "tool_call_json", "artist_fc")
 
 
 def test_unknown_protocol_names_the_choices() -> None:
@@ -117,9 +117,13 @@ def test_artist_wraps_in_output() -> None:
     assert ARTIST.wrap_output(ok("7")) == "<output>\n7\n</output>\n"
 
 
-def test_tool_call_json_has_no_output_to_wrap() -> None:
-    with pytest.raises(ValueError):
-        TCJ.wrap_output("x")
+def test_tool_call_json_wraps_results_in_a_tool_response_block_and_has_no_stop_marker() -> None:
+    # Single step by default: nothing stops generation; the function_calling environment stops at call_end.
+    assert TCJ.stop_marker is None and TCJ.stop_strings(0, 1) == [] and TCJ.call_end() == "</tool_call>"
+    assert (
+        TCJ.wrap_output('{"name": "f", "result": 1}')
+        == '\n<tool_response>\n{"name": "f", "result": 1}\n</tool_response>\n'
+    )
 
 
 # --- extracting the call -----------------------------------------------------------------

@@ -30,6 +30,7 @@ def test_reward_names_are_in_documented_order() -> None:
         "tool_n1",
         "zerotir",
         "artist",
+        "artist_fc",
         "weighted",
     )
 
@@ -62,6 +63,7 @@ def test_defaults_come_from_the_papers() -> None:
     assert defaults["tool_n1"] == {}
     assert defaults["zerotir"] == {"format_penalty": 0.0}
     assert defaults["artist"] == {}
+    assert defaults["artist_fc"] == {}
 
 
 def test_weighted_default_is_a_single_torl_term() -> None:

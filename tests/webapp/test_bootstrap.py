@@ -32,7 +32,10 @@ def test_seeding_twice_keeps_one_copy_of_each_builtin():
         ("gsm8k-test", 1319),
         ("toolrl-test", 80),
     ]
-    assert RewardConfig.objects.filter(builtin=True).count() == 9
+    from trainer.rewards import REWARD_NAMES
+
+    # One built-in config per registered reward.
+    assert RewardConfig.objects.filter(builtin=True).count() == len(REWARD_NAMES) == 10
 
 
 def test_api_docs_are_public_and_served_without_a_cdn(client):

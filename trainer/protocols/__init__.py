@@ -2,6 +2,7 @@
 and which parts of a finished response are the model's."""
 
 from trainer.protocols.artist import Artist
+from trainer.protocols.artist_fc import ArtistFc
 from trainer.protocols.base import Protocol, Segment, TextPart, output_failed
 from trainer.protocols.feedback import (
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -16,7 +17,9 @@ from trainer.protocols.python_markdown import PythonMarkdown
 from trainer.protocols.retool import ReTool
 from trainer.protocols.tool_call_json import ToolCallJson
 
-_PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (PythonMarkdown(), ReTool(), Artist(), ToolCallJson())}
+_PROTOCOLS: dict[str, Protocol] = {
+    p.name: p for p in (PythonMarkdown(), ReTool(), Artist(), ToolCallJson(), ArtistFc())
+}
 
 PROTOCOL_NAMES: tuple[str, ...] = tuple(_PROTOCOLS)
 

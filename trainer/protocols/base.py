@@ -75,6 +75,11 @@ class Protocol(ABC):
             return []
         return [self.stop_marker]
 
+    def call_end(self) -> str | None:
+        """The string a call ends with, where an environment that runs calls stops generation: the
+        stop marker, or for a single-step protocol (no marker) the end of its call block."""
+        return self.stop_marker
+
     @abstractmethod
     def extract_call(self, text: str) -> str | None:
         """The call to execute from text that just stopped at the tool marker, or None."""

@@ -16,7 +16,7 @@ import re
 from typing import Any, ClassVar, Literal
 
 from trainer.protocols.base import Protocol, tagged_call_re
-from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
+from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback, truncate_output
 from trainer.trajectory import ToolExecution
 
 CallStyle = Literal["lines", "list"]
@@ -84,8 +84,14 @@ class ToolCallJson(Protocol):
         blocks = _TOOL_CALL.findall(text)
         return blocks[-1].strip() if blocks else None
 
+    def call_end(self) -> str | None:
+        # Where a block ends, for the function_calling environment; single step has no stop marker.
+        return "</tool_call>"
+
     def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
-        raise ValueError("tool_call_json calls are scored, not executed: there is no output to wrap")
+        """A block's results (the function_calling environment's): one JSON line a call, cut to the cap."""
+        output = result.output if isinstance(result, ToolExecution) else result
+        return wrap_response(truncate_output(output.strip(), feedback.max_chars))
 
     def count_tool_calls(self, response: str) -> int:
         """Calls in the last <tool_call> block, whichever layout parses; 0 when none does."""

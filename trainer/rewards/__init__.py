@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 # Importing the reward modules registers them.
-from trainer.rewards import artist, otc, retool, tool_n1, toolrl, torl, weighted, zerotir  # noqa: F401
+from trainer.rewards import artist, artist_fc, otc, retool, tool_n1, toolrl, torl, weighted, zerotir  # noqa: F401
 from trainer.rewards.base import (
     TRAIN_SPLIT,
     VAL_SPLIT,

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainer.answers import answers_equivalent
 from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.tags import tag_blocks
 from trainer.trajectory import RewardResult
 
 ANSWER_REWARD = 2.0
@@ -24,20 +25,8 @@ _TAG = re.compile(r"</?(think|python|output|answer)>")
 def format_valid(text: str) -> bool:
     """Blocks in order: think first, each python followed by its output, one answer at the end."""
     text = text.strip()
-    blocks: list[str] = []
-    open_tag: str | None = None
-    for match in _TAG.finditer(text):
-        name, closing = match.group(1), match.group(0).startswith("</")
-        if closing:
-            if open_tag != name:
-                return False
-            blocks.append(name)
-            open_tag = None
-        elif open_tag is not None:
-            return False  # a block opened inside another
-        else:
-            open_tag = name
-    if open_tag is not None or not blocks or blocks[0] != "think" or blocks[-1] != "answer":
+    blocks = tag_blocks(text, _TAG)
+    if blocks is None or not blocks or blocks[0] != "think" or blocks[-1] != "answer":
         return False
     if blocks.count("answer") != 1 or not text.endswith("</answer>"):
         return False

@@ -149,7 +149,11 @@ class ArtistParams(_Params):
     """ARTIST: answer 2/0, format 0.5 and tool success ratio, all fixed by the paper; no parameters."""
 
 
-TermRewardName = Literal["torl", "retool", "otc_ppo", "otc_grpo", "toolrl", "tool_n1", "zerotir", "artist"]
+class ArtistFcParams(_Params):
+    """ARTIST function calling: state 0.5, function 0.5 and format 0.2 maxima, fixed by the paper; no parameters."""
+
+
+TermRewardName = Literal["torl", "retool", "otc_ppo", "otc_grpo", "toolrl", "tool_n1", "zerotir", "artist", "artist_fc"]
 
 
 class WeightedTerm(_Params):
@@ -186,6 +190,7 @@ _PARAMS_MODELS: dict[str, type[BaseModel]] = {
     "tool_n1": ToolN1Params,
     "zerotir": ZeroTIRParams,
     "artist": ArtistParams,
+    "artist_fc": ArtistFcParams,
     "weighted": WeightedParams,
 }
 
@@ -207,6 +212,8 @@ REWARD_DESCRIPTIONS: dict[str, str] = {
     "optionally minus a format penalty (ZeroTIR).",
     "artist": "Answer reward 2/0 plus 0.5 for a well-formed response plus the fraction of tool calls "
     "that executed successfully (ARTIST).",
+    "artist_fc": "State reward 0.5 x state variables right, plus function reward 0.5 x expected calls made, "
+    "plus format reward up to 0.2 for <reasoning> and <tool> tags in order (ARTIST, function calling).",
     "weighted": "Weighted sum of other rewards, each with its own parameters.",
 }
 
