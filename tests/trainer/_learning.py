@@ -10,9 +10,12 @@ from statistics import mean
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_preset(preset: str, out: Path, model_cache: Path, *, overrides: dict | None = None) -> list[dict[str, float]]:
+def run_preset(
+    preset: str, out: Path, model_cache: Path, *, overrides: dict | None = None, max_steps: int | None = None
+) -> list[dict[str, float]]:
     """The per-step metric values of `python -m trainer run --preset PRESET`, or of the preset's
-    config with `overrides` merged over it (run with --config)."""
+    config with `overrides` merged over it (run with --config); with `max_steps`, its first steps only
+    (`--max-steps`: the preset's config, stopped early, so they are the whole run's first steps)."""
     if overrides is None:
         source = ["--preset", preset]
     else:
@@ -24,7 +27,10 @@ def run_preset(preset: str, out: Path, model_cache: Path, *, overrides: dict | N
         (out.parent / f"{out.name}.config.json").write_text(json.dumps(config))
         source = ["--config", str(out.parent / f"{out.name}.config.json")]
     done = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", *source, "--out", str(out), "--model-cache", str(model_cache)],
+        [
+            sys.executable, "-m", "trainer", "run", *source, "--out", str(out), "--model-cache", str(model_cache),
+            *(["--max-steps", str(max_steps)] if max_steps is not None else []),
+        ],
         cwd=REPO, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
