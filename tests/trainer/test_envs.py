@@ -186,3 +186,15 @@ def test_an_artist_chain_searches_reads_the_result_books_and_earns_artists_full_
     reward = score("artist_fc", completion, task.ground_truth)
     assert reward.correct and reward.total == pytest.approx(1.2)
     assert reward.components == pytest.approx({"state": 0.5, "function": 0.5, "format": 0.2})
+
+
+def test_the_none_environment_never_stops_for_a_call_and_refuses_to_run_one():
+    import asyncio
+
+    from trainer.envs import CallContext
+    from trainer.protocols.feedback import Feedback
+
+    none, protocol = get_environment("none"), get_protocol("tool_call_json")
+    assert none.stop_strings(protocol, 0, None) == []
+    with pytest.raises(RuntimeError, match="'none' environment runs no calls"):
+        asyncio.run(none.run_call(protocol, CALL, Feedback("tirlab"), CallContext()))

@@ -66,10 +66,10 @@ class Environment(ABC):
     ) -> ToolExecution | None:
         """Execute the call that `stopped` (the response so far, ending at the stop string) ends with;
         None when nothing ran and nothing is to be reported."""
-        raise NotImplementedError(f"the {self.name!r} environment runs no calls")
+        raise RuntimeError(f"the {self.name!r} environment runs no calls: it stops generation for none")
 
     def append_output(
         self, protocol: Protocol, stopped: str, execution: ToolExecution | None, feedback: Feedback
     ) -> str:
         """`stopped` followed by what is fed back for `execution`: the text the next turn continues."""
-        raise NotImplementedError(f"the {self.name!r} environment runs no calls")
+        raise RuntimeError(f"the {self.name!r} environment runs no calls: it stops generation for none")
