@@ -56,6 +56,14 @@ CALL_COLUMNS = (
     ("hard exact", "train/hard/calls/exact_match"),
     ("format reward", "reward/format/mean"),
     ("correctness reward", "reward/correctness/mean"),
+    # Multi-turn function calling (artist-fc-mini): the tasks done, the call sequences right, ARTIST's terms.
+    ("accuracy", "accuracy"),
+    ("sequence right", "calls/sequence_match"),
+    ("chain accuracy", "train/chain/accuracy"),
+    ("chain sequence", "train/chain/calls/sequence_match"),
+    ("one-call accuracy", "train/one/accuracy"),
+    ("state reward", "reward/state/mean"),
+    ("function reward", "reward/function/mean"),
 )
 
 
@@ -163,9 +171,12 @@ def main() -> int:
         cache = args.model_cache or Path(tmp) / "models"
         out = args.out or Path(tmp) / "run"
         before = load()
+        from trainer.config import merge_overrides
         from trainer.presets import preset_config
 
-        model = preset_config(args.preset).model.name_or_path
+        # The model the run will load: the preset's, or the one an override names.
+        config = merge_overrides(preset_config(args.preset).model_dump(mode="json"), overrides or {})
+        model = config["model"]["name_or_path"]
         err(f"{model} into {cache} …")
         sft_s = cold_start(cache, model)
         err(f"python -m trainer run --preset {args.preset} …")

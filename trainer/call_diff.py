@@ -108,9 +108,10 @@ def _pair(want: dict[str, Any], got: dict[str, Any]) -> CallDiff:
     return CallDiff(status, want["name"], got["name"], tuple(arguments))
 
 
-def completion_diff(text: str, truth: list[dict[str, Any]]) -> CompletionDiff:
-    """`text`'s calls against `truth`, ground-truth calls as `trainer.call_metrics.ground_truth_calls` gives them."""
-    made = predicted_calls(text)
+def completion_diff(text: str, truth: list[dict[str, Any]], protocol: str = "tool_call_json") -> CompletionDiff:
+    """The calls of `text` (the model's own text, in `protocol`'s syntax) against `truth`, ground-truth calls
+    as `trainer.call_metrics.ground_truth_calls` gives them."""
+    made = predicted_calls(text, protocol)
     pairs, unpaired = pair_calls(truth, made or [])
     calls: list[CallDiff] = []
     for want, got in pairs:
@@ -128,7 +129,7 @@ def completion_diff(text: str, truth: list[dict[str, Any]]) -> CompletionDiff:
     return CompletionDiff(
         calls=tuple(calls),
         format_error=made is None,
-        exact_match=call_scores(text, truth)[EXACT_MATCH] == 1.0,
+        exact_match=call_scores(text, truth, protocol)[EXACT_MATCH] == 1.0,
         expected_calls=len(truth),
         predicted_calls=len(made or []),
     )

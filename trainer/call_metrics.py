@@ -20,6 +20,14 @@ The calls are read as `trainer.protocols.tool_call_json` reads them: Tool-N1's l
 one JSON list) first, then ToolRL's (the first block, one call per line); ``parameters`` and
 ``arguments`` both name a call's arguments. ``tool_calls/mean`` (trainer.metrics) is the calls per
 response.
+
+Multi-turn function calling (protocol ``artist_fc``, ARTIST) reads every ``<tool>`` block of the
+model's own text, in order (`trainer.protocols.artist_fc.ArtistFc.calls`); a block that does not parse
+is a format error, and a reply with no block makes no call. Its ground truth is ``{"calls": [...],
+"state": {...}}`` and the calls are read from it. It adds:
+
+- ``calls/sequence_match``: the names of the calls made, in the order made, are the ground truth's
+  -- the model looked the flight up before booking it, whatever it copied.
 """
 
 from __future__ import annotations
@@ -29,7 +37,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from trainer.contract import CALL_METRICS, EXACT_MATCH, FORMAT_ERROR_RATIO, NAME_ACCURACY, PARAM_ACCURACY
+from trainer.contract import (
+    CALL_METRICS,
+    EXACT_MATCH,
+    FORMAT_ERROR_RATIO,
+    MULTI_TURN_CALL_PROTOCOLS,
+    NAME_ACCURACY,
+    PARAM_ACCURACY,
+    SEQUENCE_MATCH,
+)
+from trainer.protocols.artist_fc import ArtistFc
 from trainer.protocols.tool_call_json import parse_calls_lines, parse_calls_list
 
 
@@ -46,9 +63,13 @@ def normalize_calls(calls: Iterable[Any]) -> list[dict[str, Any]] | None:
     return out
 
 
-def predicted_calls(text: str) -> list[dict[str, Any]] | None:
-    """The calls a completion makes: [] for a reply without a <tool_call> block, None when its block is malformed
-    or it has neither a block nor a <response>."""
+def predicted_calls(text: str, protocol: str = "tool_call_json") -> list[dict[str, Any]] | None:
+    """The calls a completion's model text makes: [] for a reply without a <tool_call> block, None when its
+    block is malformed or it has neither a block nor a <response>; for artist_fc, every <tool> block's
+    calls, None when one of them does not parse."""
+    if protocol == ArtistFc.name:
+        calls, malformed = ArtistFc().calls(text, tool_outputs=0)
+        return None if malformed else normalize_calls(calls)
     if "<tool_call>" not in text:
         return [] if "<response>" in text and "</response>" in text else None
     for parse in (parse_calls_list, parse_calls_lines):
@@ -59,7 +80,10 @@ def predicted_calls(text: str) -> list[dict[str, Any]] | None:
 
 
 def ground_truth_calls(ground_truth: Any) -> list[dict[str, Any]] | None:
-    """The example's calls, from a list of calls or ToolRL's text form; None for anything else (no call metrics)."""
+    """The example's calls, from a list of calls, ToolRL's text form or a multi-turn ground truth's
+    ``"calls"`` ({"calls": [...], "state": {...}}); None for anything else (no call metrics)."""
+    if isinstance(ground_truth, dict) and isinstance(ground_truth.get("calls"), list):
+        return normalize_calls(ground_truth["calls"])
     if isinstance(ground_truth, str):
         if "<tool_call>" not in ground_truth:
             return [] if "<response>" in ground_truth else None
@@ -100,9 +124,9 @@ def pair_calls(
     return pairs, unpaired
 
 
-def call_scores(text: str, truth: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """The four call metrics of one completion against ground-truth calls (normalized)."""
-    made = predicted_calls(text)
+def call_scores(text: str, truth: Sequence[dict[str, Any]], protocol: str = "tool_call_json") -> dict[str, float]:
+    """The call metrics of one completion's model text against ground-truth calls (normalized)."""
+    made = predicted_calls(text, protocol)
     calls = made or []
     exact = made is not None and Counter((c["name"], _key(c["arguments"])) for c in calls) == Counter(
         (c["name"], _key(c["arguments"])) for c in truth
@@ -119,23 +143,30 @@ def call_scores(text: str, truth: Sequence[dict[str, Any]]) -> dict[str, float]:
         matched += matching_arguments(want, got)
         total += max(len(want["arguments"]), len(got["arguments"]))
     total += sum(max(1, len(c["arguments"])) for c in unpaired)
-    return {
+    scores = {
         EXACT_MATCH: float(exact),
         NAME_ACCURACY: name_accuracy,
         PARAM_ACCURACY: matched / total if total else 1.0,
         FORMAT_ERROR_RATIO: float(made is None),
     }
+    if protocol in MULTI_TURN_CALL_PROTOCOLS:
+        scores[SEQUENCE_MATCH] = float(made is not None and [c["name"] for c in calls] == [c["name"] for c in truth])
+    return scores
 
 
-def call_metrics(texts_by_prompt: Iterable[tuple[Any, Sequence[str]]], *, prefix: str = "") -> dict[str, float]:
+def call_metrics(
+    texts_by_prompt: Iterable[tuple[Any, Sequence[str]]], *, prefix: str = "", protocol: str = "tool_call_json"
+) -> dict[str, float]:
     """The call metrics averaged over every completion of the prompts whose ground truth is calls:
-    `texts_by_prompt` gives each prompt's ground truth with its completions' texts. Empty when none is."""
+    `texts_by_prompt` gives each prompt's ground truth with its completions' model texts (tool outputs
+    left out). Empty when none is."""
     rows = [
-        call_scores(text, truth)
+        call_scores(text, truth, protocol)
         for ground_truth, texts in texts_by_prompt
         if (truth := ground_truth_calls(ground_truth)) is not None
         for text in texts
     ]
     if not rows:
         return {}
-    return {prefix + name: sum(row[name] for row in rows) / len(rows) for name in CALL_METRICS}
+    names = (*CALL_METRICS, SEQUENCE_MATCH) if protocol in MULTI_TURN_CALL_PROTOCOLS else CALL_METRICS
+    return {prefix + name: sum(row[name] for row in rows) / len(rows) for name in names}

@@ -29,8 +29,16 @@ TINY_FC_MODEL = "tirlab/tiny-char-fc"
 TINY_TOOLRL_MODEL = "tirlab/tiny-char-toolrl"
 # That model taught Tool-N1's layout of calls (one JSON list, "arguments"), undecided as the one above: tool-n1-mini's.
 TINY_TOOL_N1_MODEL = "tirlab/tiny-char-tool-n1"
+# The JSON-call model taught ARTIST's multi-turn syntax on tool chains, unsure of looking flights up: artist-fc-mini's.
+TINY_ARTIST_FC_MODEL = "tirlab/tiny-char-artist-fc"
 # The tiny models fine-tuned from the cold start by a recipe (trainer.models.loading.DERIVED).
-TINY_DERIVED_MODELS = (TINY_ARTIST_MODEL, TINY_FC_MODEL, TINY_TOOLRL_MODEL, TINY_TOOL_N1_MODEL)
+TINY_DERIVED_MODELS = (
+    TINY_ARTIST_MODEL,
+    TINY_FC_MODEL,
+    TINY_TOOLRL_MODEL,
+    TINY_TOOL_N1_MODEL,
+    TINY_ARTIST_FC_MODEL,
+)
 TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS)
 # Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
 # because the dashboard validates configs with this module without loading the trainer.
@@ -41,6 +49,7 @@ BUILTIN_SFT_TRACES = {
     "fc-mini-sft": "tool_call_json",
     "toolrl-mini-sft": "tool_call_json",
     "tool-n1-mini-sft": "tool_call_json",
+    "artist-fc-mini-sft": "artist_fc",
 }
 # A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
 DATASET_REF_PREFIX = "dataset:"

@@ -97,13 +97,22 @@ NAME_ACCURACY = "calls/name_accuracy"
 PARAM_ACCURACY = "calls/param_accuracy"
 FORMAT_ERROR_RATIO = "calls/format_error_ratio"
 CALL_METRICS = (EXACT_MATCH, NAME_ACCURACY, PARAM_ACCURACY, FORMAT_ERROR_RATIO)
+# Multi-turn function calling (protocol artist_fc) adds: the calls' names, in order, are the ground truth's.
+SEQUENCE_MATCH = "calls/sequence_match"
 TOOL_CALLS_MEAN = "tool_calls/mean"
 CALL_HEADLINE_METRICS = (*CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
+# ARTIST's function calling: the tasks done, the call sequences right, then the calls themselves.
+MULTI_TURN_HEADLINE_METRICS = (ACCURACY, SEQUENCE_MATCH, *CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
+# The protocols whose calls are JSON, read against ground-truth calls (trainer.call_metrics).
+JSON_CALL_PROTOCOLS = ("tool_call_json", "artist_fc")
+MULTI_TURN_CALL_PROTOCOLS = ("artist_fc",)
 
 
 def headline_metrics(protocol: str | None) -> tuple[str, ...]:
     """The metrics a run page draws first: the calls' for JSON function calling, else the code tools'."""
-    return CALL_HEADLINE_METRICS if protocol == "tool_call_json" else HEADLINE_METRICS
+    if protocol in MULTI_TURN_CALL_PROTOCOLS:
+        return MULTI_TURN_HEADLINE_METRICS
+    return CALL_HEADLINE_METRICS if protocol in JSON_CALL_PROTOCOLS else HEADLINE_METRICS
 
 
 MetricKey = Annotated[str, StringConstraints(pattern=METRIC_KEY_PATTERN)]

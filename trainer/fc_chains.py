@@ -4,23 +4,23 @@ function-calling setting at a size a CPU run can learn, with its SFT traces.
 Every task ends in a flight booking, the state the task is judged on (ARTIST's state reward):
 
 - ``one``: "Book 2 seats on flight TL 345." -- one call, `book_flight`;
-- ``chain``: "Book 2 seats on the first flight from Oslo to Lima on 2026-03-14." -- `search_flights`
-  first, then `book_flight` with the flight number its result lists first: the second call's argument
-  comes from the first call's output, so a model that books without searching invents a flight;
+- ``chain``: "Book 2 seats on the next flight from Oslo to Lima on 2026-03-14." -- `find_flight`
+  first, then `book_flight` with the flight number its result gives: the second call's argument comes
+  from the first call's output, so a model that books without looking the flight up invents one;
 - ``mixed``: each task one or the other with equal odds.
 
-Each offers four tools: the two it may need and two distractors from the catalogue. The ground truth
+Each offers three tools: the two it may need and a distractor from the catalogue. The ground truth
 is ``{"calls": [...], "state": {"flight_bookings": [{"flight", "passengers"}]}}`` (trainer.rewards.artist_fc);
 the flight numbers come from the tools' own implementation (trainer/fc_tool_impls.py), so they are what
-the sandbox will return.
+the sandbox will return. `find_flight` answers with one flight (the first `search_flights` lists) so
+that the tiny model's copy of its number is short: with `search_flights`' three flights, 200 SFT steps
+left a policy that copied the number wrong at temperature 1 (2% of tasks right).
 
 `tool_chain_traces` answers them in ARTIST's syntax (trainer.protocols.artist_fc) for an SFT cold start:
 an empty `<reasoning>` block before each `<tool>` block of one JSON call, the environment's `<tool_result>`
 after each (masked from the loss), then a short reply; with CHAIN_FLAWS, undecided on purpose where
 ARTIST's reward decides, as the other minis' cold starts are: on some chains they book at once with a
-flight number of their own, or stop after the search. (200 SFT steps of 6,400 of them from
-tirlab/tiny-char-fc left a policy that copies cities and flight numbers wrong at temperature 1: 2% of
-tasks right, too few for RL to start from; ARTIST-mini's copying took 1,500 steps.)
+flight number of their own, or stop after the lookup.
 """
 
 from __future__ import annotations
@@ -49,15 +49,26 @@ BOOK_FLIGHT = Tool(
     ),
     lambda a: f"book {a['passengers']} seat{'s' if a['passengers'] > 1 else ''} on flight {a['flight']}",
 )
-SEARCH = TOOLS["search_flights"]
+FIND_FLIGHT = Tool(
+    "find_flight",
+    "Find the next flight between two cities on a date.",
+    (
+        Param("origin", "string", "The departure city.", CITIES),
+        Param("destination", "string", "The arrival city.", CITIES),
+        Param("date", "string", "The date, YYYY-MM-DD.", DATES),
+    ),
+    lambda a: f"find the next flight from {a['origin']} to {a['destination']} on {a['date']}",
+)
 DISTRACTORS = ("get_weather", "convert_currency", "set_timer", "translate_text")
 # What the minis' cold start gets wrong on purpose, each the share of the chain traces it applies to.
 CHAIN_FLAWS: dict[str, float] = {"book_unsearched": 0.35, "search_only": 0.15}
+# The 'artist-fc-mini-sft' traces, for 'tirlab/tiny-char-artist-fc' (trainer.models.tiny_fc).
+ARTIST_FC_MINI: dict[str, Any] = {"size": 12_800, "seed": 0, "level": "mixed", "flaws": CHAIN_FLAWS}
 
 
-def first_flight(origin: str, destination: str, date: str) -> str:
-    """The flight `search_flights` lists first for the route and date (the implementation's answer)."""
-    return fc_tool_impls.search_flights(origin, destination, date)["flights"][0]["flight"]
+def next_flight(origin: str, destination: str, date: str) -> str:
+    """The flight `find_flight` gives for the route and date (the implementation's answer)."""
+    return fc_tool_impls.find_flight(origin, destination, date)["flight"]
 
 
 def _seats(n: int) -> str:
@@ -76,19 +87,19 @@ def tool_chain_examples(
         kind = level if level != "mixed" else rng.choice(("one", "chain"))
         origin, destination = rng.sample(CITIES, 2)
         date, passengers = rng.choice(DATES), rng.choice((1, 2, 3, 4))
-        flight = first_flight(origin, destination, date)
+        flight = next_flight(origin, destination, date)
         book = {"name": "book_flight", "arguments": {"flight": flight, "passengers": passengers}}
         if kind == "one":
             calls = [book]
             request = f"Book {_seats(passengers)} on flight {flight}."
         else:
-            search = {
-                "name": "search_flights",
+            lookup = {
+                "name": "find_flight",
                 "arguments": {"origin": origin, "destination": destination, "date": date},
             }
-            calls = [search, book]
-            request = f"Book {_seats(passengers)} on the first flight from {origin} to {destination} on {date}."
-        tools = [SEARCH, BOOK_FLIGHT, *(TOOLS[name] for name in rng.sample(DISTRACTORS, 2))]
+            calls = [lookup, book]
+            request = f"Book {_seats(passengers)} on the next flight from {origin} to {destination} on {date}."
+        tools = [FIND_FLIGHT, BOOK_FLIGHT, TOOLS[rng.choice(DISTRACTORS)]]
         rng.shuffle(tools)
         examples.append(
             Example(
@@ -133,7 +144,7 @@ def tool_chain_traces(
                 reply = f"Booked {_seats(calls[0]['arguments']['passengers'])} on {made_up}."
             elif roll < flaws.get("book_unsearched", 0.0) + flaws.get("search_only", 0.0):
                 calls = calls[:1]
-                reply = "These are the flights."
+                reply = "That is the next flight."
         response, spans = "", []
         for call in calls:
             # A <reasoning> block before each call, as ARTIST prompts ("reason ... before issuing function calls").

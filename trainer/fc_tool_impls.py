@@ -132,6 +132,12 @@ def search_flights(origin, destination, date, direct_only=False):
     return {"flights": [f for f in flights if not direct_only or f["stops"] == 0]}
 
 
+def find_flight(origin, destination, date):
+    # The first flight search_flights lists, alone: the short answer the tool-chain tasks read.
+    first = search_flights(origin, destination, date)["flights"][0]
+    return {"flight": first["flight"], "departs": first["departs"]}
+
+
 def translate_text(text, target_language):
     translated = TRANSLATIONS.get(text.lower().strip(), {}).get(target_language)
     if translated is None:
@@ -161,6 +167,7 @@ IMPLEMENTATIONS = {
     "send_email": send_email,
     "set_timer": set_timer,
     "search_flights": search_flights,
+    "find_flight": find_flight,
     "translate_text": translate_text,
     "add_event": add_event,
     "book_flight": book_flight,

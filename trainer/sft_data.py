@@ -115,6 +115,13 @@ def _tool_n1_mini(protocol: str) -> list[dict]:
     return function_calling_traces(**TOOL_N1_MINI)
 
 
+def _artist_fc_mini(protocol: str) -> list[dict]:
+    from trainer.fc_chains import ARTIST_FC_MINI, tool_chain_traces
+
+    # Tool chains in ARTIST's syntax, some booked without the lookup on purpose (tirlab/tiny-char-artist-fc).
+    return tool_chain_traces(**ARTIST_FC_MINI)
+
+
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
 BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
     name: (BUILTIN_SFT_TRACES[name], generate)
@@ -125,6 +132,7 @@ BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
         ("fc-mini-sft", _fc_mini),
         ("toolrl-mini-sft", _toolrl_mini),
         ("tool-n1-mini-sft", _tool_n1_mini),
+        ("artist-fc-mini-sft", _artist_fc_mini),
     )
 }
 

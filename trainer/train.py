@@ -34,7 +34,7 @@ from trainer.call_metrics import call_metrics
 from trainer.checkpoint import load_checkpoint, save_checkpoint
 from trainer.cold_start import run_sft
 from trainer.config import TINY_MODELS, RunConfig
-from trainer.contract import LOADING, RL, ChatMessage, TrajectoryIn, TurnIn
+from trainer.contract import JSON_CALL_PROTOCOLS, LOADING, RL, ChatMessage, TrajectoryIn, TurnIn
 from trainer.data import load_dataset
 from trainer.engines.hf import HFEngine
 from trainer.filters import StepFilter
@@ -607,19 +607,33 @@ class Trainer:
         """JSON calls against the ground-truth calls (trainer.call_metrics), for runs whose calls are JSON:
         over all `groups` under `prefix`, and per subset as the other subset metrics are named
         (``train/<label>/calls/…``, ``val/<label>/calls/…``)."""
-        if self.config.tools.protocol != "tool_call_json":
+        name = self.config.tools.protocol
+        if name not in JSON_CALL_PROTOCOLS:
             return {}
+        protocol = self.protocol
 
         def texts(members: list[Group]) -> Iterator[tuple[Any, list[str]]]:
-            return ((g.example.ground_truth, [s.completion.text for s in g.scored]) for g in members)
+            return (
+                (
+                    g.example.ground_truth,
+                    [
+                        protocol.model_text(s.completion.text, tool_outputs=len(s.completion.executions))
+                        for s in g.scored
+                    ],
+                )
+                for g in members
+            )
 
-        metrics = call_metrics(texts(groups), prefix=prefix)
+        def call_metrics_of(members: list[Group], prefix: str) -> dict[str, float]:
+            return call_metrics(texts(members), prefix=prefix, protocol=name)
+
+        metrics = call_metrics_of(groups, prefix)
         by_label: dict[str, list[Group]] = {}
         for group in groups:
             if (label := subset_label(group.example)) is not None:
                 by_label.setdefault(label, []).append(group)
         for label in sorted(by_label):
-            metrics.update(call_metrics(texts(by_label[label]), prefix=f"{prefix or 'train/'}{label}/"))
+            metrics.update(call_metrics_of(by_label[label], f"{prefix or 'train/'}{label}/"))
         return metrics
 
     def evaluate(self, step: int) -> dict[str, float]:

@@ -9,6 +9,7 @@ from trainer.call_metrics import (
     FORMAT_ERROR_RATIO,
     NAME_ACCURACY,
     PARAM_ACCURACY,
+    SEQUENCE_MATCH,
     call_metrics,
     call_scores,
     ground_truth_calls,
@@ -109,3 +110,46 @@ def test_step_metrics_average_over_completions_of_call_prompts_only() -> None:
         "val/calls/format_error_ratio": 0.0,
     }
     assert call_metrics([("3901", ["\\boxed{3901}"])]) == {}
+
+
+LOOKUP = {"name": "find_flight", "arguments": {"origin": "Oslo", "destination": "Lima", "date": "2026-03-14"}}
+BOOK = {"name": "book_flight", "arguments": {"flight": "TL 345", "passengers": 2}}
+
+
+def artist(*calls: dict) -> str:
+    """ARTIST's multi-turn text as the model wrote it: a <reasoning> and a <tool> block per call."""
+    return "".join(f"<reasoning></reasoning>\n<tool>\n{json.dumps(c)}\n</tool>" for c in calls) + "Booked."
+
+
+def test_multi_turn_calls_are_read_from_every_tool_block_and_their_order_is_scored() -> None:
+    truth = ground_truth_calls({"calls": [LOOKUP, BOOK], "state": {"flight_bookings": [BOOK["arguments"]]}})
+    assert truth == [LOOKUP, BOOK]
+    right = call_scores(artist(LOOKUP, BOOK), truth, "artist_fc")
+    assert right == {
+        EXACT_MATCH: 1.0,
+        NAME_ACCURACY: 1.0,
+        PARAM_ACCURACY: 1.0,
+        FORMAT_ERROR_RATIO: 0.0,
+        SEQUENCE_MATCH: 1.0,
+    }
+    # Booked first and looked up after: the same calls (exact as a multiset), in the wrong order.
+    backwards = call_scores(artist(BOOK, LOOKUP), truth, "artist_fc")
+    assert backwards[EXACT_MATCH] == 1.0 and backwards[SEQUENCE_MATCH] == 0.0
+    # Booked at once on a number of its own: the sequence is wrong, whatever it copied.
+    made_up = {"name": "book_flight", "arguments": {"flight": "TL 999", "passengers": 2}}
+    unsearched = call_scores(artist(made_up), truth, "artist_fc")
+    assert unsearched[SEQUENCE_MATCH] == 0.0 and unsearched[NAME_ACCURACY] == 0.5
+    # Looked up, then booked a number copied wrong: the sequence is right, the calls are not.
+    miscopied = {"name": "book_flight", "arguments": {"flight": "TL 354", "passengers": 2}}
+    copied = call_scores(artist(LOOKUP, miscopied), truth, "artist_fc")
+    assert copied[SEQUENCE_MATCH] == 1.0 and copied[EXACT_MATCH] == 0.0
+    # A block that does not parse is a format error and no sequence.
+    broken = call_scores(artist(LOOKUP) + "<tool>\n{book\n</tool>", truth, "artist_fc")
+    assert broken[FORMAT_ERROR_RATIO] == 1.0 and broken[SEQUENCE_MATCH] == 0.0
+
+
+def test_the_sequence_metric_is_reported_for_multi_turn_runs_only() -> None:
+    truth = {"calls": [LOOKUP, BOOK], "state": {}}
+    multi = call_metrics([(truth, [artist(LOOKUP, BOOK), artist(BOOK)])], protocol="artist_fc")
+    assert multi[SEQUENCE_MATCH] == 0.5 and multi[EXACT_MATCH] == 0.5
+    assert SEQUENCE_MATCH not in call_metrics([([TIMER], [n1(TIMER)])])

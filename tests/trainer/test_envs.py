@@ -165,24 +165,24 @@ def test_the_tool_state_carries_from_call_to_call_and_stays_out_of_what_the_mode
     assert "#state" not in completion.text and "calendar_events" not in completion.text
 
 
-def test_an_artist_chain_searches_reads_the_result_books_and_earns_artists_full_reward(tokenizer):
+def test_an_artist_chain_looks_the_flight_up_reads_the_result_books_it_and_earns_artists_full_reward(tokenizer):
     from trainer.fc_chains import tool_chain_examples
     from trainer.rewards import score
 
     (task,) = tool_chain_examples(1, seed=2, level="chain", split="test")
-    search, book = task.ground_truth["calls"]
-    turns = [f"<reasoning></reasoning>\n<tool>\n{json.dumps(call)}\n</tool>" for call in (search, book)] + ["Booked."]
+    lookup, book = task.ground_truth["calls"]
+    turns = [f"<reasoning></reasoning>\n<tool>\n{json.dumps(call)}\n</tool>" for call in (lookup, book)] + ["Booked."]
     engine = ScriptedEngine(tokenizer, {"Chain?\n": turns})
     settings = RolloutSettings(
         protocol="artist_fc", environment="function_calling", max_tool_calls=3, max_response_tokens=1024
     )
     result = rollout(engine, [tokenizer.encode("Chain?\n")], settings, tools=[task.tools])
     completion = result.trajectories[0].completion
-    searched, booked = completion.executions
-    # The search's result is fed back, and the flight the booking names is the first one it lists.
+    looked_up, booked = completion.executions
+    # The lookup's result is fed back, and the flight the booking names is the one it returned.
     assert f'"flight": "{book["arguments"]["flight"]}"' in completion.text.split("</tool_result>")[0]
     assert completion.text.count("\n<tool_result>\n") == 2 and completion.text.endswith("</tool_result>\nBooked.")
-    assert searched.state == {} and booked.state == task.ground_truth["state"]
+    assert looked_up.state == {} and booked.state == task.ground_truth["state"]
     reward = score("artist_fc", completion, task.ground_truth)
     assert reward.correct and reward.total == pytest.approx(1.2)
     assert reward.components == pytest.approx({"state": 0.5, "function": 0.5, "format": 0.2})

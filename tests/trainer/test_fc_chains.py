@@ -8,20 +8,26 @@ import pytest
 
 from trainer.data import load_dataset
 from trainer.fc_chains import CHAIN_FLAWS, tool_chain_examples, tool_chain_traces
+from trainer.fc_synthetic import TOOLS
 from trainer.fc_tools import execute_calls
 from trainer.rewards import score
 from trainer.sft_data import parse_record
 from trainer.trajectory import Completion, ToolExecution
 
 
-def test_a_chain_books_the_flight_its_search_lists_first_in_the_sandbox():
+def test_a_chain_books_the_flight_its_lookup_returns_in_the_sandbox():
     (chain,) = tool_chain_examples(1, seed=4, level="chain", split="test")
-    search, book = chain.ground_truth["calls"]
-    assert search["name"] == "search_flights" and book["name"] == "book_flight"
+    lookup, book = chain.ground_truth["calls"]
+    assert lookup["name"] == "find_flight" and book["name"] == "book_flight"
     assert chain.extra_info == {"difficulty": "chain", "calls": 2}
-    found = asyncio.run(execute_calls(json.dumps(search), chain.tools))
-    first = json.loads(found.output)["result"]["flights"][0]["flight"]
-    assert first == book["arguments"]["flight"] and first in found.output
+    found = asyncio.run(execute_calls(json.dumps(lookup), chain.tools))
+    result = json.loads(found.output)["result"]
+    # The first flight search_flights lists for the route, alone: a short result to read the number from.
+    searched = asyncio.run(
+        execute_calls(json.dumps({**lookup, "name": "search_flights"}), [TOOLS["search_flights"].schema()])
+    )
+    assert result["flight"] == json.loads(searched.output)["result"]["flights"][0]["flight"]
+    assert result["flight"] == book["arguments"]["flight"] and set(result) == {"flight", "departs"}
     booked = asyncio.run(execute_calls(json.dumps(book), chain.tools, state=found.state))
     assert booked.status == "ok" and booked.state == chain.ground_truth["state"]
 
@@ -29,7 +35,7 @@ def test_a_chain_books_the_flight_its_search_lists_first_in_the_sandbox():
 def test_the_generator_is_seeded_and_named_in_the_data_loader():
     assert tool_chain_examples(20, seed=1) == tool_chain_examples(20, seed=1)
     rows = load_dataset("tool-chains:one", split="train", size=5)
-    assert all(len(r.ground_truth["calls"]) == 1 and len(r.tools) == 4 for r in rows)
+    assert all(len(r.ground_truth["calls"]) == 1 and len(r.tools) == 3 for r in rows)
     with pytest.raises(Exception, match="unknown tool-chains level 'three'"):
         load_dataset("tool-chains:three", split="train", size=5)
 

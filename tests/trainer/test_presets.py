@@ -146,6 +146,16 @@ def test_the_function_calling_minis_train_with_their_papers_reward_and_sampling(
     assert config.data.train_dataset == "function-calling" and config.data.prompt_template == "tool-signatures"
 
 
+def test_artist_fc_mini_runs_its_calls_and_scores_them_with_artists_reward():
+    config = preset_config("artist-fc-mini")
+    assert config.model.name_or_path == "tirlab/tiny-char-artist-fc"
+    # Multi-turn: each <tool> block's calls run in the sandbox and their results come back.
+    assert config.tools.protocol == "artist_fc" and config.tools.run_environment == "function_calling"
+    assert config.reward.name == "artist_fc" and config.data.train_dataset == "tool-chains"
+    # The longest prompt and response fit the tiny model's positions.
+    assert config.data.max_prompt_tokens + config.data.max_response_tokens <= 1024
+
+
 @pytest.mark.parametrize("mini", ASYNC_MINIS)
 def test_each_mini_has_an_async_version_that_differs_only_in_async_rollouts(mini):
     sync, off_policy = preset_config(mini).model_dump(), preset_config(f"{mini}-async").model_dump()

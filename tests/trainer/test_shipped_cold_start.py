@@ -18,7 +18,7 @@ from trainer.models.tiny_cold_start import (
     shipped_checkpoint,
     tiny_fingerprint,
 )
-from trainer.models.tiny_fc import FC, TOOL_N1, TOOLRL
+from trainer.models.tiny_fc import ARTIST_FC, FC, TOOL_N1, TOOLRL
 
 REBUILD = "python -m trainer cold-start --ship"
 
@@ -46,7 +46,7 @@ def shipped_base_model() -> Path:
 
 def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
     derived = []
-    for recipe in (ARTIST, FC, TOOLRL, TOOL_N1):
+    for recipe in (ARTIST, FC, TOOLRL, TOOL_N1, ARTIST_FC):
         path = recipe.shipped()
         assert path is not None, (
             f"no shipped {recipe.name} for its recipe (fingerprint {recipe.fingerprint()}): rebuild it with "

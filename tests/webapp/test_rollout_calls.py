@@ -187,3 +187,34 @@ def test_call_names_and_values_are_escaped(client, make_run):
     html = rollouts(client, make_run, [trajectory(0, completion(evil), ground_truth=[evil])])
     assert "<script>alert(1)</script>" not in html and "<img src=x" not in html
     assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_multi_turn_artist_trajectory_shows_every_call_and_reads_none_from_the_tool_results(client, make_run):
+    lookup = {"name": "find_flight", "arguments": {"origin": "Oslo", "destination": "Lima", "date": "2026-03-14"}}
+    book = {"name": "book_flight", "arguments": {"flight": "TL 345", "passengers": 2}}
+    miscopied = {**book, "arguments": {"flight": "TL 354", "passengers": 2}}
+
+    def call(c: dict) -> str:
+        return f"<reasoning></reasoning>\n<tool>\n{json.dumps(c)}\n</tool>"
+
+    # The tool results hold a call-shaped line of their own; only the model's two blocks are its calls.
+    result = (
+        '\n<tool_result>\n{"name": "find_flight", "result": {"flight": "TL 345", "departs": "09:15"}}\n</tool_result>\n'
+    )
+    turns = [
+        {"kind": "model", "text": call(lookup)},
+        {"kind": "tool", "text": result, "call": json.dumps(lookup), "status": "ok"},
+        {"kind": "model", "text": call(miscopied)},
+        {
+            "kind": "tool",
+            "text": result.replace("find_flight", "book_flight"),
+            "call": json.dumps(book),
+            "status": "ok",
+        },
+        {"kind": "model", "text": "Booked."},
+    ]
+    sample = {**trajectory(0, ""), "turns": turns, "ground_truth": {"calls": [lookup, book], "state": {}}}
+    html = card(rollouts(client, make_run, [sample], protocol="artist_fc"), 0)
+    assert html.count('<tbody class="call is-') == 2 and '<tbody class="call is-match">' in html
+    assert text_of(row(html, "flight")) == "flight = &quot;TL 354&quot; flight = &quot;TL 345&quot; wrong value"
+    assert "1 difference<" in html

@@ -142,6 +142,7 @@ def test_the_form_offers_traces_for_sft_dataset_and_problems_elsewhere(client, o
         ("fc-mini-sft", "fc-mini-sft · tool_call_json · built-in"),
         ("toolrl-mini-sft", "toolrl-mini-sft · tool_call_json · built-in"),
         ("tool-n1-mini-sft", "tool-n1-mini-sft · tool_call_json · built-in"),
+        ("artist-fc-mini-sft", "artist-fc-mini-sft · artist_fc · built-in"),
         (f"dataset:{traces.pk}", "traces · retool · 1 traces (uploaded)"),
     ]
     problems = [value for value, _ in datalist(page, "dataset-choices")]

@@ -21,11 +21,11 @@ from trainer.models.tiny_artist import ARTIST
 from trainer.models.tiny_base import base_checkpoint
 from trainer.models.tiny_cold_start import TINY_SEED, tiny_checkpoint
 from trainer.models.tiny_derived import DerivedTiny
-from trainer.models.tiny_fc import FC, TOOL_N1, TOOLRL
+from trainer.models.tiny_fc import ARTIST_FC, FC, TOOL_N1, TOOLRL
 
 DEFAULT_CACHE_DIR = Path("var/models")
 # Tiny models fine-tuned from the cold start (trainer.models.tiny_derived), by name.
-DERIVED: dict[str, DerivedTiny] = {recipe.name: recipe for recipe in (ARTIST, FC, TOOLRL, TOOL_N1)}
+DERIVED: dict[str, DerivedTiny] = {recipe.name: recipe for recipe in (ARTIST, FC, TOOLRL, TOOL_N1, ARTIST_FC)}
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -16,7 +16,8 @@ value wrong or misses a second call often enough for RL to have something to fix
 
 from __future__ import annotations
 
-from trainer.config import TINY_FC_MODEL, TINY_TOOL_N1_MODEL, TINY_TOOLRL_MODEL
+from trainer.config import TINY_ARTIST_FC_MODEL, TINY_FC_MODEL, TINY_TOOL_N1_MODEL, TINY_TOOLRL_MODEL
+from trainer.fc_chains import ARTIST_FC_MINI
 from trainer.fc_traces import FC_MINI, TOOL_N1_MINI, TOOLRL_MINI
 from trainer.models.tiny_derived import DerivedTiny
 
@@ -63,6 +64,24 @@ TOOL_N1 = DerivedTiny(
     mix=TOOL_N1_MINI,
     epochs=1,
     lr=1e-3,
+    template="tool-signatures",
+    start=FC,
+)
+
+# ARTIST's function calling is multi-turn: the model reads a tool's result and uses it in its next call.
+# 'tirlab/tiny-char-artist-fc' is the JSON-call model fine-tuned on tool chains in ARTIST's syntax
+# (trainer.fc_chains), undecided on purpose about looking the flight up before booking it (CHAIN_FLAWS).
+ARTIST_FC = DerivedTiny(
+    name=TINY_ARTIST_FC_MODEL,
+    prefix="tiny-char-artist-fc",
+    version=1,
+    traces="artist-fc-mini-sft",
+    protocol="artist_fc",
+    mix=ARTIST_FC_MINI,
+    # Two passes (800 steps): after one (400 steps, 2,517 s) the policy copied the flight number from the
+    # prompt on 43% of one-call tasks at temperature 1 and RL could not make the chains' bookings right.
+    epochs=2,
+    lr=2e-3,
     template="tool-signatures",
     start=FC,
 )

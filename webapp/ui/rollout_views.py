@@ -4,8 +4,9 @@ filters, a text/regex search across steps and deep links to one trajectory.
 Server-rendered so it works with JavaScript off; static/js/rollouts.js adds arrow keys, the
 slider, code highlighting, copy-link and a notice when a newer step arrives.
 
-A run whose calls are JSON (tool_call_json) and whose examples' ground truth is calls shows each
-trajectory's calls against the ground truth's, call by call (trainer.call_diff), above its text.
+A run whose calls are JSON (tool_call_json, artist_fc) and whose examples' ground truth is calls shows
+each trajectory's calls (every block of the model's own text, tool outputs left out) against the ground
+truth's, call by call (trainer.call_diff), above its text.
 """
 
 import json
@@ -26,9 +27,8 @@ from django.urls import NoReverseMatch, reverse
 from trainer.call_diff import CompletionDiff, completion_diff
 from trainer.call_metrics import ground_truth_calls
 from trainer.config import ToolConfig
-from trainer.contract import INT_MAX
+from trainer.contract import INT_MAX, JSON_CALL_PROTOCOLS
 from trainer.protocols import Protocol, TextPart, get_protocol
-from trainer.protocols.tool_call_json import ToolCallJson
 from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
 
@@ -121,12 +121,13 @@ def _as_text(value: Any) -> str:
 def _call_diff(trajectory: Trajectory, protocol: Protocol) -> CompletionDiff | None:
     """The trajectory's JSON calls against its ground truth's, where the run's calls are JSON and the
     ground truth is calls (the call metrics' reading of both); None elsewhere."""
-    if protocol.name != ToolCallJson.name:
+    if protocol.name not in JSON_CALL_PROTOCOLS:
         return None
     truth = ground_truth_calls(trajectory.ground_truth)
     if truth is None:
         return None
-    return completion_diff("".join(turn.get("text", "") for turn in trajectory.turns), truth)
+    model_text = "".join(turn.get("text", "") for turn in trajectory.turns if turn.get("kind") != "tool")
+    return completion_diff(model_text, truth, protocol.name)
 
 
 def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | None], protocol: Protocol) -> Trajectory:
