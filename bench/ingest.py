@@ -3,16 +3,20 @@
 Measures, against a throwaway PostgreSQL database created for the run (dropped at the end):
 
 * metric values ingested per second through `POST /api/v1/runs/<id>/ingest` on a real daphne
-  server, with the trainer's ~40 keys per step, for a few batch sizes and client counts; the
-  baseline, measured in the same run, is a plain per-step ORM `update_or_create` loop;
-* the downsampled series query (`run_metric_series`, and `GET /api/v1/runs/<id>/metrics`) for a
-  1,000,000-step series; the baseline is fetching the whole series to Python.
+  server, with the trainer's ~40 keys per step, for a few batch sizes and client counts, rollups
+  included (webapp.runs.metric_store); beside each, measured in the same run, the same on a second
+  daphne whose ingest writes the steps alone, as before the rollups ("today's write"); the
+  baseline of both is a plain per-step ORM `update_or_create` loop;
+* the downsampled series query of a 1,000,000-step series (`run_metric_series`, and
+  `GET /api/v1/runs/<id>/metrics`): one key and the run page's 40 keys, on the step and the time
+  axis, from the rollups and, in the same run, by today's pass over the steps
+  (`run_metric_series_scan`); the baseline of both is fetching the whole series to Python.
 
 Machines are shared and noisy: every figure is a median of repetitions, and ratios are taken
 against baselines measured in the same process. See bench/README.md.
 
-    .venv/bin/python bench/ingest.py            # full run (a few minutes)
-    .venv/bin/python bench/ingest.py --quick    # smoke check (under a minute)
+    .venv/bin/python bench/ingest.py            # full run (about 10 minutes)
+    .venv/bin/python bench/ingest.py --quick    # smoke check (a few minutes)
 """
 
 from __future__ import annotations
@@ -93,7 +97,8 @@ METRIC_KEYS: dict[str, float] = {
 }
 assert len(METRIC_KEYS) == 40
 SERIES_KEY = "accuracy"
-MAX_POINTS = 2000
+MAX_POINTS = 2000  # the API's default
+PAGE_POINTS = 500  # what the run page asks for, for each of its charts
 STEP_SECONDS = 30.0
 
 
@@ -105,12 +110,21 @@ class Sizes:
     baseline_steps: int
     series_steps: int
     series_reps: int
+    scan_reps: int  # today's pass over the steps: seconds a call at 1,000,000 steps
 
 
 FULL = Sizes(
-    reps=3, requests_1step=200, requests_100step=40, baseline_steps=1000, series_steps=1_000_000, series_reps=5
+    reps=3,
+    requests_1step=200,
+    requests_100step=40,
+    baseline_steps=1000,
+    series_steps=1_000_000,
+    series_reps=5,
+    scan_reps=3,
 )
-QUICK = Sizes(reps=3, requests_1step=40, requests_100step=4, baseline_steps=200, series_steps=100_000, series_reps=3)
+QUICK = Sizes(
+    reps=3, requests_1step=40, requests_100step=4, baseline_steps=200, series_steps=100_000, series_reps=3, scan_reps=2
+)
 
 
 @dataclass
@@ -170,10 +184,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def daphne_server(env: dict[str, str]) -> Iterator[str]:
+def daphne_server(env: dict[str, str], application: str = "webapp.asgi:application") -> Iterator[str]:
     port = _free_port()
     daphne = Path(sys.executable).parent / "daphne"
-    command = [str(daphne), "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"]
+    command = [str(daphne), "-b", "127.0.0.1", "-p", str(port), application]
     with tempfile.TemporaryFile(mode="w+") as output:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
         base_url = f"http://127.0.0.1:{port}"
@@ -204,6 +218,60 @@ def daphne_server(env: dict[str, str]) -> Iterator[str]:
                 process.kill()
                 process.wait()
             log("daphne stopped")
+
+
+# --- today's write: the steps alone -------------------------------------------------------------
+
+# What ingest wrote before the rollups (webapp.runs.ingest._write_metrics until then): the "today"
+# of the ingest rows, served by a second daphne that loads bench.ingest:legacy_application.
+_LEGACY_UPSERT = """
+INSERT INTO runs_metricstep (run_id, step, time, "values")
+SELECT %s, x.step, to_timestamp(x.time), x.values
+FROM jsonb_to_recordset(%s::jsonb) AS x(step integer, time double precision, values jsonb)
+ON CONFLICT (run_id, step) DO UPDATE
+SET "values" = runs_metricstep."values" || EXCLUDED."values", time = EXCLUDED.time
+"""
+
+
+def legacy_write_metric_steps(run: Any, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """webapp.runs.metric_store.write_metric_steps as it was before the rollups: the steps upserted."""
+    from django.db import connection
+
+    by_step: dict[int, dict[str, Any]] = {}
+    for item in steps:
+        entry = by_step.setdefault(item["step"], {"step": item["step"], "values": {}})
+        entry["time"] = item["time"]
+        entry["values"].update(item["values"])
+    rows = [by_step[step] for step in sorted(by_step)]
+    with connection.cursor() as cursor:
+        cursor.execute(_LEGACY_UPSERT, [run.pk, json.dumps(rows)])
+    return rows
+
+
+@contextmanager
+def legacy_ingest() -> Iterator[None]:
+    """In this process, ingest writes as it did before the rollups."""
+    from webapp.runs import ingest
+
+    ingest.write_metric_steps = legacy_write_metric_steps
+    try:
+        yield
+    finally:
+        from webapp.runs.metric_store import write_metric_steps
+
+        ingest.write_metric_steps = write_metric_steps
+
+
+def __getattr__(name: str) -> Any:
+    """`legacy_application`: the ASGI application with today's write, for daphne (module attribute,
+    made when daphne asks for it, after Django's settings are in its environment)."""
+    if name != "legacy_application":
+        raise AttributeError(name)
+    from webapp.asgi import application
+    from webapp.runs import ingest
+
+    ingest.write_metric_steps = legacy_write_metric_steps
+    return application
 
 
 # --- payloads ---------------------------------------------------------------------------------
@@ -388,8 +456,8 @@ def full_fetch(run_id: int) -> int:
 # --- main -------------------------------------------------------------------------------------
 
 
-def _ratio(value: float) -> str:
-    return f"{'×' + format(value, '.2f'):>9}"
+def _ratio(value: float, width: int = 9) -> str:
+    return f"{'×' + format(value, '.3f' if value < 0.1 else '.2f'):>{width}}"
 
 
 def _spread(samples: list[float], fmt: str) -> str:
@@ -407,6 +475,10 @@ def run_benchmark(args: argparse.Namespace, sizes: Sizes) -> None:
             "SECRET_KEY": os.environ.get("SECRET_KEY") or "tirlab-bench-not-secret",
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
             "DEBUG": "false",
+            # What is measured is throughput: a one-step client posts faster than the per-token
+            # limits that stop a runaway trainer (20 requests/s after a burst of 100; 429s otherwise).
+            "TIRLAB_INGEST_RATE": "0",
+            "TIRLAB_API_RATE": "0",
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
         }
         os.environ.update(env)
@@ -422,25 +494,31 @@ def run_benchmark(args: argparse.Namespace, sizes: Sizes) -> None:
         try:
             call_command("migrate", verbosity=0)
             log("migrated")
-            with daphne_server(env) as base_url:
-                figures = measure(base_url, db_url, sizes)
+            with (
+                daphne_server(env) as base_url,
+                daphne_server(env, "bench.ingest:legacy_application") as legacy_url,
+            ):
+                figures = measure(base_url, legacy_url, db_url, sizes)
         finally:
             connections.close_all()
     report(figures, sizes)
 
 
-def measure(base_url: str, db_url: str, sizes: Sizes) -> dict[str, Any]:
+def measure(base_url: str, legacy_url: str, db_url: str, sizes: Sizes) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
-    from webapp.accounts.services import api_token_create
-    from webapp.runs.models import Run
-    from webapp.runs.selectors import run_metric_series
-
     user = get_user_model().objects.create_user(username="bench", password="bench-password-123")
-    figures: dict[str, Any] = {}
+    figures = measure_ingest(base_url, legacy_url, user, sizes)
+    figures["series"] = measure_series(base_url, db_url, user, sizes)
+    return figures
 
-    # Warm the server (imports, URL resolver, connections) before anything is timed.
-    ingest_http(base_url, user, steps_per_request=10, requests=5, clients=1, rep=-1)
+
+def measure_ingest(base_url: str, legacy_url: str, user: Any, sizes: Sizes) -> dict[str, Any]:
+    """Each configuration on both servers, alternating within every repetition, so that the
+    machine's drift falls on both alike."""
+    # Warm both servers (imports, URL resolver, connections) before anything is timed.
+    for url in (base_url, legacy_url):
+        ingest_http(url, user, steps_per_request=10, requests=5, clients=1, rep=-1)
 
     configs = [
         ("1 step/request, 1 client", 1, sizes.requests_1step, 1),
@@ -448,129 +526,181 @@ def measure(base_url: str, db_url: str, sizes: Sizes) -> dict[str, Any]:
         ("100 steps/request, 1 client", 100, sizes.requests_100step, 1),
         ("100 steps/request, 4 clients", 100, max(1, sizes.requests_100step // 4), 4),
     ]
-    ingest: list[Figure] = []
+    ingest: list[tuple[Figure, Figure]] = []
     for label, per_request, requests, clients in configs:
-        figure = Figure(label)
+        rollups, today = Figure(label), Figure(label)
         for rep in range(sizes.reps):
-            figure.samples.append(
-                ingest_http(base_url, user, steps_per_request=per_request, requests=requests, clients=clients, rep=rep)
-            )
-        log(f"{label}: {figure.median:,.0f} values/s")
-        ingest.append(figure)
-    figures["ingest"] = ingest
+            for figure, url in ((rollups, base_url), (today, legacy_url)):
+                figure.samples.append(
+                    ingest_http(url, user, steps_per_request=per_request, requests=requests, clients=clients, rep=rep)
+                )
+        log(f"{label}: {rollups.median:,.0f} values/s with rollups, {today.median:,.0f} today")
+        ingest.append((rollups, today))
 
-    in_process = Figure("ingest_batch() in-process, 100 steps")
+    in_process = (Figure("ingest_batch() in-process, 100 steps"), Figure("in-process"))
     for rep in range(sizes.reps):
-        in_process.samples.append(ingest_in_process(user, steps_per_call=100, calls=sizes.requests_100step, rep=rep))
-    log(f"{in_process.label}: {in_process.median:,.0f} values/s")
-    figures["in_process"] = in_process
+        in_process[0].samples.append(ingest_in_process(user, steps_per_call=100, calls=sizes.requests_100step, rep=rep))
+        with legacy_ingest():
+            in_process[1].samples.append(
+                ingest_in_process(user, steps_per_call=100, calls=sizes.requests_100step, rep=rep)
+            )
+    log(f"in-process: {in_process[0].median:,.0f} values/s with rollups, {in_process[1].median:,.0f} today")
 
     baseline = Figure("baseline: ORM update_or_create per step")
     for rep in range(sizes.reps):
         baseline.samples.append(baseline_orm(user, steps=sizes.baseline_steps, rep=rep))
     log(f"{baseline.label}: {baseline.median:,.0f} values/s")
-    figures["baseline"] = baseline
+    return {"ingest": ingest, "in_process": in_process, "baseline": baseline}
 
-    # The long series.
+
+def _table_bytes(db_url: str) -> dict[str, int]:
+    """Bytes of the steps and of the rollups (all partitions), indexes and TOAST included."""
+    query = """
+        SELECT coalesce(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relname = 'runs_metricstep'), 0),
+            coalesce(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relname LIKE 'runs_metricrollup_%'), 0)
+        FROM pg_class AS c WHERE c.relkind = 'r'
+    """
+    with psycopg.connect(_admin_conninfo(db_url)) as conn:
+        steps, rollups = conn.execute(query).fetchone()
+    return {"steps": steps, "rollups": rollups}
+
+
+def _checked(series: dict[str, dict[str, list]], max_points: int, steps: int) -> int:
+    """Points per key; raises unless every key has at most max_points and counts every step."""
+    for key, one in series.items():
+        if len(one["x"]) > max_points or sum(one["count"]) != steps:
+            raise RuntimeError(f"{key}: {len(one['x'])} points counting {sum(one['count'])} steps")
+    return max(len(one["x"]) for one in series.values())
+
+
+def measure_series(base_url: str, db_url: str, user: Any, sizes: Sizes) -> dict[str, Any]:
+    from django.db import transaction
+
+    from webapp.accounts.services import api_token_create
+    from webapp.runs.metric_store import rebuild_rollups
+    from webapp.runs.models import Run
+    from webapp.runs.selectors import run_metric_series, run_metric_series_scan
+
     run, _ = new_run(user, "series")
     log(f"loading {sizes.series_steps:,} steps x {len(METRIC_KEYS)} keys into run {run.pk}")
     load_series(db_url, run.pk, sizes.series_steps)
     Run.objects.filter(pk=run.pk).update(
         metric_keys=sorted(METRIC_KEYS), last_step=sizes.series_steps - 1, status="running"
     )
-    log("loaded and vacuumed")
+    log("loaded and vacuumed; rolling up")
+    start = time.perf_counter()
+    with transaction.atomic():
+        rebuild_rollups(Run.objects.select_for_update().get(pk=run.pk))
+    rebuild_s = time.perf_counter() - start
+    with psycopg.connect(_admin_conninfo(db_url), autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE) runs_metricrollup")
+    log(f"rebuild_rollups: {rebuild_s:,.0f} s")
 
-    reps = sizes.series_reps
-    step_samples, step_series = timed(
-        lambda: run_metric_series(run=run, keys=[SERIES_KEY], max_points=MAX_POINTS, x="step"), reps
-    )
-    log(f"series x=step: {statistics.median(step_samples) * 1000:,.0f} ms")
-    time_samples, time_series = timed(
-        lambda: run_metric_series(run=run, keys=[SERIES_KEY], max_points=MAX_POINTS, x="time"), reps
-    )
-    log(f"series x=time: {statistics.median(time_samples) * 1000:,.0f} ms")
+    keys = sorted(METRIC_KEYS)
+    cases = [
+        (f"1 key, x=step → ≤{MAX_POINTS}", [SERIES_KEY], MAX_POINTS, "step"),
+        (f"1 key, x=time → ≤{MAX_POINTS}", [SERIES_KEY], MAX_POINTS, "time"),
+        (f"{len(keys)} keys, x=step → ≤{PAGE_POINTS} each", keys, PAGE_POINTS, "step"),
+        (f"{len(keys)} keys, x=time → ≤{PAGE_POINTS} each", keys, PAGE_POINTS, "time"),
+    ]
+    rows = []
+    for label, names, max_points, x in cases:
+        query = {"run": run, "keys": names, "max_points": max_points, "x": x}
+        rollups, series = timed(lambda query=query: run_metric_series(**query), sizes.series_reps)
+        points = _checked(series, max_points, sizes.series_steps)
+        today, series = timed(lambda query=query: run_metric_series_scan(**query), sizes.scan_reps)
+        _checked(series, max_points, sizes.series_steps)
+        log(f"{label}: {statistics.median(rollups) * 1000:,.0f} ms, today {statistics.median(today) * 1000:,.0f} ms")
+        rows.append({"label": label, "rollups": rollups, "today": today, "points": points})
 
     _, secret = api_token_create(user=user, name="bench")
+    http = []
     with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {secret}"}, timeout=120) as client:
+        for label, names, max_points in (
+            (f"GET /metrics 1 key, x=step → ≤{MAX_POINTS}", [SERIES_KEY], MAX_POINTS),
+            (f"GET /metrics {len(keys)} keys, x=step → ≤{PAGE_POINTS} each", keys, PAGE_POINTS),
+        ):
 
-        def get() -> httpx.Response:
-            response = client.get(
-                f"/api/v1/runs/{run.pk}/metrics", params={"keys": SERIES_KEY, "max_points": MAX_POINTS}
-            )
-            response.raise_for_status()
-            return response
+            def get(names=names, max_points=max_points) -> httpx.Response:
+                params = {"keys": ",".join(names), "max_points": max_points}
+                response = client.get(f"/api/v1/runs/{run.pk}/metrics", params=params)
+                response.raise_for_status()
+                return response
 
-        http_samples, http_response = timed(get, reps)
-    log(f"series over HTTP: {statistics.median(http_samples) * 1000:,.0f} ms")
+            samples, response = timed(get, sizes.series_reps)
+            points = _checked(response.json()["series"], max_points, sizes.series_steps)
+            log(f"{label}: {statistics.median(samples) * 1000:,.0f} ms")
+            http.append({"label": label, "samples": samples, "points": points, "bytes": len(response.content)})
 
-    full_samples, full_rows = timed(lambda: full_fetch(run.pk), reps)
+    full_samples, full_rows = timed(lambda: full_fetch(run.pk), sizes.series_reps)
     log(f"full fetch: {statistics.median(full_samples) * 1000:,.0f} ms")
     if full_rows != sizes.series_steps:
         raise RuntimeError(f"full fetch returned {full_rows} rows, expected {sizes.series_steps}")
-
-    points = {
-        "step": len(step_series[SERIES_KEY]["x"]),
-        "time": len(time_series[SERIES_KEY]["x"]),
-        "http": len(http_response.json()["series"][SERIES_KEY]["x"]),
-    }
-    if any(n > MAX_POINTS for n in points.values()):
-        raise RuntimeError(f"downsampled series has more than {MAX_POINTS} points: {points}")
-    figures["series"] = {
-        "step": step_samples,
-        "time": time_samples,
-        "http": http_samples,
-        "full": full_samples,
-        "points": points,
-        "bytes": len(http_response.content),
-    }
-    return figures
+    return {"rows": rows, "http": http, "full": full_samples, "rebuild_s": rebuild_s, "bytes": _table_bytes(db_url)}
 
 
 def report(figures: dict[str, Any], sizes: Sizes) -> None:
-    width = 44
+    width = 46
     baseline: Figure = figures["baseline"]
-    ingest: list[Figure] = figures["ingest"]
-    best = max(ingest, key=lambda figure: figure.median)
+    ingest: list[tuple[Figure, Figure]] = figures["ingest"]
+    best = max((pair[0] for pair in ingest), key=lambda figure: figure.median)
     lines = [
         "",
         f"tirlab ingest benchmark: {len(METRIC_KEYS)} metric keys per step; medians; ratios to baselines of this run",
         "",
-        f"{'ingest, metric values/s (higher is better)':<{width}}  {'median':>13}  {'/baseline':>9}  spread",
+        f"{'ingest, metric values/s (higher is better)':<{width}}  {'rollups':>11}  {'today':>11}  {'/today':>7}  "
+        f"{'/ORM':>7}  spread (rollups; today)",
     ]
-    for figure in [*ingest, figures["in_process"], baseline]:
+    for rollups, today in [*ingest, figures["in_process"]]:
         lines.append(
-            f"  {figure.label:<{width - 2}}  {figure.median:>11,.0f}/s  {_ratio(figure.median / baseline.median)}  "
-            f"{_spread(figure.samples, ',.0f')}"
+            f"  {rollups.label:<{width - 2}}  {rollups.median:>9,.0f}/s  {today.median:>9,.0f}/s  "
+            f"{_ratio(rollups.median / today.median, 7)}  {_ratio(rollups.median / baseline.median, 7)}  "
+            f"{_spread(rollups.samples, ',.0f')}; {_spread(today.samples, ',.0f')}"
         )
-    lines.append(f"  best HTTP / baseline: ×{best.median / baseline.median:.2f} ({best.label})")
+    lines.append(
+        f"  {baseline.label:<{width - 2}}  {baseline.median:>9,.0f}/s  {'':>11}  {'':>7}  {'':>7}  "
+        f"{_spread(baseline.samples, ',.0f')}"
+    )
+    lines.append(f"  best HTTP with rollups / baseline: ×{best.median / baseline.median:.2f} ({best.label})")
 
     series = figures["series"]
     n = f"{sizes.series_steps:,}"
     full_ms = statistics.median(series["full"]) * 1000
-    points = series["points"]
-    lines += ["", f"{f'series of {n} steps, ms (lower is better)':<{width}}  {'median':>13}  {'/baseline':>9}  spread"]
-    for label, samples, extra in [
-        (f"run_metric_series x=step → ≤{MAX_POINTS}", series["step"], f"; {points['step']} points"),
-        (f"run_metric_series x=time → ≤{MAX_POINTS}", series["time"], f"; {points['time']} points"),
-        (
-            f"GET /metrics x=step → ≤{MAX_POINTS}",
-            series["http"],
-            f"; {points['http']} points, {series['bytes']:,} bytes",
-        ),
-        (f"baseline: full fetch, {n} rows", series["full"], ""),
-    ]:
-        median = statistics.median(samples) * 1000
-        lines.append(
-            f"  {label:<{width - 2}}  {median:>10,.0f}ms  {_ratio(median / full_ms)}  "
-            f"{_spread([s * 1000 for s in samples], ',.0f')}{extra}"
-        )
-    step_ms = statistics.median(series["step"]) * 1000
     lines += [
         "",
-        f"closing note: HTTP ingest reaches {best.median:,.0f} metric values/s ({best.label}; "
+        f"{f'series of {n} steps, ms (lower is better)':<{width}}  {'rollups':>11}  {'today':>11}  {'/today':>7}  "
+        f"{'/fetch':>7}  spread (rollups; today)",
+    ]
+    for row in series["rows"]:
+        rollups, today = (statistics.median(row[name]) * 1000 for name in ("rollups", "today"))
+        lines.append(
+            f"  {row['label']:<{width - 2}}  {rollups:>9,.0f}ms  {today:>9,.0f}ms  {_ratio(rollups / today, 7)}  "
+            f"{_ratio(rollups / full_ms, 7)}  {_spread([s * 1000 for s in row['rollups']], ',.0f')}; "
+            f"{_spread([s * 1000 for s in row['today']], ',.0f')}; {row['points']} points"
+        )
+    for row in series["http"]:
+        median = statistics.median(row["samples"]) * 1000
+        lines.append(
+            f"  {row['label']:<{width - 2}}  {median:>9,.0f}ms  {'':>11}  {'':>7}  {_ratio(median / full_ms, 7)}  "
+            f"{_spread([s * 1000 for s in row['samples']], ',.0f')}; {row['points']} points, {row['bytes']:,} bytes"
+        )
+    size = series["bytes"]
+    lines += [
+        f"  {f'baseline: full fetch, {n} rows':<{width - 2}}  {full_ms:>9,.0f}ms  {'':>11}  {'':>7}  {'':>7}  "
+        f"{_spread([s * 1000 for s in series['full']], ',.0f')}",
+        f"  rollups built by rebuild_rollups in {series['rebuild_s']:,.0f} s: {size['rollups'] / 2**20:,.0f} MB "
+        f"beside {size['steps'] / 2**20:,.0f} MB of steps",
+    ]
+    page = series["rows"][2]
+    page_ms = statistics.median(page["rollups"]) * 1000
+    step_ms = statistics.median(series["rows"][0]["rollups"]) * 1000
+    lines += [
+        "",
+        f"closing note: HTTP ingest with rollups reaches {best.median:,.0f} metric values/s ({best.label}; "
         f"×{best.median / baseline.median:.1f} the per-step ORM baseline); the downsampled query of a "
-        f"{n}-step series to ≤{MAX_POINTS} points takes {step_ms:,.0f} ms (×{step_ms / full_ms:.2f} the time of "
-        f"fetching the whole series).",
+        f"{n}-step series to ≤{MAX_POINTS} points takes {step_ms:,.0f} ms (×"
+        f"{step_ms / (statistics.median(series['rows'][0]['today']) * 1000):.3f} today's), the run page's "
+        f"{page['label'].split(',')[0]} {page_ms:,.0f} ms.",
     ]
     print("\n".join(lines), flush=True)
 

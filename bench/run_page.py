@@ -53,6 +53,7 @@ def seed(db_url: str, steps: int) -> int:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from webapp.runs.metric_store import rebuild_rollups
     from webapp.runs.models import Run, RunStatus
     from webapp.runs.services import run_create
     from webapp.runs.transitions import run_log, run_transition
@@ -66,6 +67,8 @@ def seed(db_url: str, steps: int) -> int:
     for i in range(300):
         run_log(run=run, message=f"step {i} done")
     Run.objects.filter(pk=run.pk).update(metric_keys=sorted(METRIC_KEYS), last_step=steps - 1)
+    # The steps were bulk-loaded around the metric store: roll them up, as the store does for what it writes.
+    rebuild_rollups(Run.objects.get(pk=run.pk))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE runs_metricstep")
     return run.pk

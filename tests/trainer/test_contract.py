@@ -57,12 +57,14 @@ KEYS = [
     ("a" * MAX_METRIC_KEY, True),
     ("a" * (MAX_METRIC_KEY + 1), False),
     ("", False),
-    ("bad key", False),
+    ("a key", True),  # MLflow's rule: spaces, unicode word characters
+    ("précision", True),
+    ("a//b", False),  # ... but no name that normalises as a path to another
+    ("../x", False),
     ("a,b", False),
     ("torl#2", False),
     ("accuracy\n", False),
     ("accuracy\r\n", False),
-    ("précision", False),
 ]
 
 

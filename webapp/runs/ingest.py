@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
 from trainer.contract import IngestBatch, MetricStepIn, TrajectoryIn
 from webapp.core.tokens import hash_secret
 from webapp.runs.events import log_line_payload, publish_run_events
+from webapp.runs.metric_store import update_summary, write_metric_steps
 from webapp.runs.models import Run, RunLogLine, RunStatus, Trajectory
 from webapp.runs.transitions import RUN_TRANSITIONS, run_transition
 
@@ -69,37 +70,10 @@ def _status_plan(run: Run, batch: IngestBatch) -> list[str]:
     return plan
 
 
-_UPSERT_METRICS = """
-INSERT INTO runs_metricstep (run_id, step, time, "values")
-SELECT %s, x.step, to_timestamp(x.time), x.values
-FROM jsonb_to_recordset(%s::jsonb) AS x(step integer, time double precision, values jsonb)
-ON CONFLICT (run_id, step) DO UPDATE
-SET "values" = runs_metricstep."values" || EXCLUDED."values", time = EXCLUDED.time
-"""
-
-
 def _write_metrics(run: Run, steps: list[MetricStepIn], now: datetime) -> list[dict[str, Any]]:
-    # Later entries for the same step win, as they would across two batches.
-    by_step: dict[int, dict[str, Any]] = {}
-    for item in steps:
-        entry = by_step.setdefault(item.step, {"step": item.step, "values": {}})
-        entry["time"] = _time(item.time, now).timestamp()
-        entry["values"].update(item.values)
-    rows = [by_step[step] for step in sorted(by_step)]
-    with connection.cursor() as cursor:
-        cursor.execute(_UPSERT_METRICS, [run.pk, json.dumps(rows)])
-    return rows
-
-
-def _update_summary(run: Run, rows: list[dict[str, Any]]) -> list[str]:
-    keys = set(run.metric_keys)
-    for row in rows:
-        keys.update(row["values"])
-        if run.last_step is None or row["step"] >= run.last_step:
-            run.last_step = row["step"]
-            run.summary = {**run.summary, **row["values"]}
-    run.metric_keys = sorted(keys)
-    return ["summary", "last_step", "metric_keys"]
+    return write_metric_steps(
+        run, [{"step": item.step, "time": _time(item.time, now).timestamp(), "values": item.values} for item in steps]
+    )
 
 
 def _prompt_text(prompt: str | list) -> str:
@@ -227,7 +201,7 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
         run.heartbeat_at = now
         metric_rows = _write_metrics(run, batch.metrics, now) if batch.metrics else []
         if metric_rows:
-            fields += _update_summary(run, metric_rows)
+            fields += update_summary(run, metric_rows)
         trajectories = _write_trajectories(run, batch.trajectories) if batch.trajectories else []
         logs = _write_logs(run, batch, now) if batch.logs else []
         if batch.status is not None and batch.status.checkpoint:
