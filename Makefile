@@ -49,10 +49,10 @@ deps: $(PY)
 		&& cat requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements.txt; }
 
 dev-deps: $(PY)
-	@cat requirements-dev.txt requirements.txt requirements-nodeps.txt | cmp -s - $(VENV)/.installed-requirements-dev.txt || { \
+	@cat requirements-dev.txt requirements.txt requirements-nodeps.txt requirements-dev-nodeps.txt | cmp -s - $(VENV)/.installed-requirements-dev.txt || { \
 		$(PY) -m pip install -r requirements-dev.txt \
-		&& $(PY) -m pip install --no-deps -r requirements-nodeps.txt \
-		&& cat requirements-dev.txt requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements-dev.txt \
+		&& $(PY) -m pip install --no-deps -r requirements-nodeps.txt -r requirements-dev-nodeps.txt \
+		&& cat requirements-dev.txt requirements.txt requirements-nodeps.txt requirements-dev-nodeps.txt > $(VENV)/.installed-requirements-dev.txt \
 		&& cat requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements.txt; }
 
 # Chromium for the browser tests: installed when missing and apt-get can (as root); otherwise say so.

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "webapp.datasets",
     "webapp.rewards",
     "webapp.runs",
+    "webapp.tracking",
 ]
 
 MIDDLEWARE = [
@@ -235,9 +236,16 @@ START_TIMEOUT_S = env_int("TIRLAB_START_TIMEOUT_S", 600)
 RECONCILE_EVERY_S = env_int("TIRLAB_RECONCILE_EVERY_S", 5)
 # Celery logs every task it receives at INFO; with a reconcile every few seconds that buries the rest.
 QUIET_LOGGERS = ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+# An MLflow run (webapp.tracking) nobody has written to for this long is `lost`: a killed trainer never ends
+# its run. Trainers log at every logging step; the default leaves room for a long evaluation between two.
+EXTERNAL_HEARTBEAT_TIMEOUT_S = env_int("TIRLAB_EXTERNAL_HEARTBEAT_TIMEOUT_S", 1800, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-runs": {"task": "webapp.runs.tasks.reconcile_runs", "schedule": float(RECONCILE_EVERY_S)},
+    "lose-silent-mlflow-runs": {"task": "webapp.tracking.tasks.lose_silent_mlflow_runs", "schedule": 30.0},
 }
+# Artifacts logged through the MLflow API (webapp.tracking.artifacts): per file, and per run in all.
+ARTIFACT_MAX_BYTES = env_int("TIRLAB_ARTIFACT_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
+RUN_ARTIFACTS_MAX_BYTES = env_int("TIRLAB_RUN_ARTIFACTS_MAX_BYTES", 2 * 1024 * 1024 * 1024, minimum=1)
 
 # Rate limits per credential (webapp/core/ratelimit.py), as (requests per second sustained, requests at
 # once after a quiet spell); a rate of 0 turns that limit off. A trainer's reporter sends about one batch

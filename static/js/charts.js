@@ -72,7 +72,9 @@
         showlegend: false, legendgroup: group },
       { type: "scatter", mode: "lines", x: x, y: series.max, line: { width: 0, color: color }, fill: "tonexty",
         fillcolor: withAlpha(color, 0.18), hoverinfo: "skip", showlegend: false, legendgroup: group },
-      { type: "scatter", mode: "lines", x: x, y: smooth, name: opts.name, line: { width: 1.6, color: color },
+      // A lone point (a final summary such as train_runtime) draws no line: show it as a dot.
+      { type: "scatter", mode: series.step.length < 2 ? "lines+markers" : "lines", x: x, y: smooth, name: opts.name,
+        line: { width: 1.6, color: color }, marker: { size: 7, color: color },
         customdata: custom, legendgroup: group, showlegend: !!opts.showlegend,
         hovertemplate: (opts.name ? "<b>%{fullData.name}</b><br>" : "") +
           "step %{customdata[0]}<br>value %{customdata[1]:.5g}" +

@@ -123,7 +123,9 @@ _TRAJECTORY_UPDATE_FIELDS = [
 ]
 
 
-def _write_trajectories(run: Run, items: list[TrajectoryIn]) -> list[dict[str, Any]]:
+def write_trajectories(run: Run, items: list[TrajectoryIn]) -> list[dict[str, Any]]:
+    """Upsert trajectories by (run, step, prompt, sample), later ones winning; their summaries, as the
+    run's websocket pushes them. The ingest and the MLflow API's samples (webapp.tracking.samples) write here."""
     unique = {(t.step, t.prompt_index, t.sample_index): t for t in items}
     objs = [_trajectory(run, item) for item in unique.values()]
     Trajectory.objects.bulk_create(
@@ -202,7 +204,7 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
         metric_rows = _write_metrics(run, batch.metrics, now) if batch.metrics else []
         if metric_rows:
             fields += update_summary(run, metric_rows)
-        trajectories = _write_trajectories(run, batch.trajectories) if batch.trajectories else []
+        trajectories = write_trajectories(run, batch.trajectories) if batch.trajectories else []
         logs = _write_logs(run, batch, now) if batch.logs else []
         if batch.status is not None and batch.status.checkpoint:
             run.checkpoint_path = batch.status.checkpoint

@@ -59,6 +59,12 @@ class Run(models.Model):
         default=True,
         help_text="Launched and supervised by tirlab as a Ray job; False when you run the trainer yourself.",
     )
+    source = models.CharField(
+        max_length=16,
+        choices=[("tirlab", "tirlab"), ("mlflow", "MLflow")],
+        default="tirlab",
+        help_text="Who reports it: tirlab's trainer (ingest), or any trainer through the MLflow API (external).",
+    )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="When its Ray job was submitted.")
     resume_from = models.CharField(
         max_length=contract.MAX_CHECKPOINT, blank=True, help_text="Checkpoint this run starts from (a resumed run)."

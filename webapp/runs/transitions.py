@@ -5,6 +5,8 @@ lifecycle (launch, reconcile) and the trainer's ingest. It needs only the models
 publisher, so any of them may import it without importing each other.
 """
 
+from datetime import datetime
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,6 +22,22 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     RunStatus.RUNNING: frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST}),
     **{status: frozenset() for status in FINISHED_STATUSES},
 }
+# A run reported through the MLflow API (source "mlflow") is not launched by tirlab: it is running from its
+# creation, and its trainer moves it as MLflow lets a client move a run, from any status to any other
+# (end it FINISHED, FAILED or KILLED, resume an ended one with start_run(run_id=...) or MLFLOW_RUN_ID,
+# correct an ending); tirlab marks it lost when it falls silent, and it runs again when its trainer
+# reports again.
+_EXTERNAL_STATUSES = (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.LOST)
+EXTERNAL_RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.QUEUED: frozenset(),
+    RunStatus.STARTING: frozenset(),
+    **{status: frozenset(_EXTERNAL_STATUSES) - {status} for status in _EXTERNAL_STATUSES},
+}
+
+
+def run_transitions(run: Run) -> dict[str, frozenset[str]]:
+    """The state machine that applies to `run`."""
+    return EXTERNAL_RUN_TRANSITIONS if run.source == "mlflow" else RUN_TRANSITIONS
 
 
 class IllegalTransition(Exception):
@@ -28,11 +46,14 @@ class IllegalTransition(Exception):
         super().__init__(f"run {run.pk} cannot go from {run.status} to {target}")
 
 
-def run_transition(*, run: Run, status: str, error: str = "", reason: str = "") -> Run:
-    """Move a run along the state machine; an illegal move raises IllegalTransition and changes nothing."""
+def run_transition(
+    *, run: Run, status: str, error: str = "", reason: str = "", end_time: datetime | None = None
+) -> Run:
+    """Move a run along the state machine; an illegal move raises IllegalTransition and changes nothing.
+    `end_time` is when a run that ends ended, when its trainer says so (MLflow's end_time); now otherwise."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        if status not in RUN_TRANSITIONS[locked.status]:
+        if status not in run_transitions(locked)[locked.status]:
             raise IllegalTransition(locked, status)
         now = timezone.now()
         previous = locked.status
@@ -42,7 +63,11 @@ def run_transition(*, run: Run, status: str, error: str = "", reason: str = "") 
             locked.started_at = now
             fields.append("started_at")
         if status not in ACTIVE_STATUSES:
-            locked.finished_at = now
+            locked.finished_at = end_time or now
+            fields.append("finished_at")
+        elif locked.finished_at is not None:
+            # An external run running again (resumed) has not finished.
+            locked.finished_at = None
             fields.append("finished_at")
         if error:
             locked.error = error

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from trainer.contract import HEADLINE_METRICS, headline_metrics
 from webapp.runs.models import Run
 from webapp.ui.config_table import config_diff
+from webapp.ui.external_runs import config_protocol, external_headline, is_external
 
 MAX_RUNS = 8
 PICKER_RUNS = 50
@@ -66,8 +67,11 @@ def compare(request: HttpRequest) -> HttpResponse:
     metrics = _list_param(request, "metrics", "metric")
     if not metrics:
         # The headline metrics of the runs' kinds (trainer.contract: code tools, JSON calls) that they have.
-        protocols = sorted({run.config.get("tools", {}).get("protocol") or "" for run in runs})
+        protocols = sorted({config_protocol(run) or "" for run in runs})
         headline = dict.fromkeys(key for protocol in protocols for key in headline_metrics(protocol))
+        for run in runs:
+            if is_external(run):  # a run logged through MLflow: what its framework logs first
+                headline.update(dict.fromkeys(external_headline(list(run.metric_keys))))
         metrics = [key for key in headline if key in all_keys] or list(HEADLINE_METRICS)
     x = request.GET.get("x", "step")
     if x not in ("step", "time"):

@@ -31,6 +31,7 @@ from trainer.contract import INT_MAX, JSON_CALL_PROTOCOLS
 from trainer.protocols import Protocol, TextPart, get_protocol
 from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
+from webapp.ui.external_runs import config_protocol
 
 GROUPS_PER_PAGE = 4
 SEARCH_PAGE_SIZE = 50
@@ -88,7 +89,7 @@ class TurnView:
 
 def run_protocol(run: Run) -> Protocol:
     """The tool protocol the run's config names (the config's default where it names none)."""
-    return get_protocol(run.config.get("tools", {}).get("protocol", ToolConfig.model_fields["protocol"].default))
+    return get_protocol(config_protocol(run) or ToolConfig.model_fields["protocol"].default)
 
 
 def _turn_views(turns: list[dict], protocol: Protocol) -> list[TurnView]:

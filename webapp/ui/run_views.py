@@ -18,6 +18,7 @@ from webapp.runs.selectors import queue_positions
 from webapp.runs.services import run_cancel, run_fork, run_resume
 from webapp.runs.transitions import IllegalTransition
 from webapp.ui.config_table import config_rows
+from webapp.ui.external_runs import config_protocol, external_headline, is_external, params_tree
 
 LOG_LINES_SHOWN = 200
 # Buckets per series on the charts: a chart is about 400 px wide, so still finer than a pixel.
@@ -26,7 +27,7 @@ CHART_POINTS = 500
 
 def visible_run(request: HttpRequest, run_id: int) -> Run:
     return get_object_or_404(
-        Run.objects.visible_to(request.user).select_related("experiment", "owner", "parent"), pk=run_id
+        Run.objects.visible_to(request.user).select_related("experiment", "owner", "parent", "mlflow"), pk=run_id
     )
 
 
@@ -47,6 +48,13 @@ def _first_step_time(run: Run) -> float | None:
     return first.timestamp() if first else None
 
 
+def _headline(run: Run) -> list[str]:
+    """The metrics the page draws first: a tirlab run's headline for its protocol; an external run's own."""
+    if is_external(run):
+        return external_headline(list(run.metric_keys))
+    return list(headline_metrics(config_protocol(run)))
+
+
 def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = None, status: int = 200) -> HttpResponse:
     lines = list(run.log_lines.order_by("-time", "-id")[:LOG_LINES_SHOWN])[::-1]
     queue_position = queue_positions().get(run.pk) if run.status == RunStatus.QUEUED and run.managed else None
@@ -57,7 +65,7 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "metricKeys": list(run.metric_keys),
         # Drawn first and prefetched; with the statuses that can still change, what the page's JS
         # knows of the trainer <-> dashboard contract.
-        "headline": list(headline_metrics(run.config.get("tools", {}).get("protocol"))),
+        "headline": _headline(run),
         "activeStatuses": list(ACTIVE_STATUSES),
         "maxPoints": CHART_POINTS,
         "firstStepTime": _first_step_time(run),
@@ -68,17 +76,25 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "wsPath": f"/ws/runs/{run.pk}/",
         "rolloutsUrl": f"/runs/{run.pk}/rollouts/",
     }
+    external = is_external(run)
+    tags = run.mlflow.tags if external and hasattr(run, "mlflow") else {}
     context = {
         "run": run,
+        "external": external,
+        "params_tree": params_tree(run.config) if external else [],
+        "mlflow_tags": sorted((k, v) for k, v in tags.items() if k != "mlflow.loggedArtifacts"),
+        "logged_by": tags.get("mlflow.source.name", ""),
+        "mlflow_user": run.mlflow.user_id if external and hasattr(run, "mlflow") else "",
         "queue_position": queue_position,
         "duration": _duration(run),
-        "config_rows": config_rows(run.config),
+        "config_rows": [] if external else config_rows(run.config),
         "sources_json": json.dumps(run.sources, indent=2, sort_keys=True) if run.sources else "",
         "summary_rows": sorted(run.summary.items()),
         "log_lines": lines,
         "log_lines_total": run.log_lines.count(),
-        "can_cancel": run.status in ACTIVE_STATUSES,
-        "can_resume": run.is_finished and bool(run.checkpoint_path),
+        # tirlab neither stops nor restarts a run another trainer logs: its process is not tirlab's.
+        "can_cancel": run.status in ACTIVE_STATUSES and not external,
+        "can_resume": run.is_finished and bool(run.checkpoint_path) and not external,
         "fork": fork or {"name": f"{run.name} (fork)", "overrides": "{\n  \n}", "errors": []},
         "page": page,
     }

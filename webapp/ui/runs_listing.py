@@ -9,6 +9,7 @@ from django.http import QueryDict
 
 from webapp.runs.models import Run, RunStatus
 from webapp.runs.selectors import DEFAULT_RUN_SORT, RUN_SORTS, RunFilters
+from webapp.ui.external_runs import external_max_steps, is_external
 
 PAGE_SIZE = 50
 
@@ -74,8 +75,11 @@ def run_progress(run: Run, *, now: datetime, first_step: int = 0) -> dict[str, A
 
     Steps are reported 0-based, so last_step n means n + 1 steps done; a resumed run trained only
     those from its `first_step` on since it started."""
-    schedule = run.config.get("schedule", {}) if isinstance(run.config, dict) else {}
-    max_steps = schedule.get("max_steps")
+    if is_external(run):
+        max_steps = external_max_steps(run.config)
+    else:
+        schedule = run.config.get("schedule", {}) if isinstance(run.config, dict) else {}
+        max_steps = schedule.get("max_steps") if isinstance(schedule, dict) else None
     done = 0 if run.last_step is None else run.last_step + 1
     progress: dict[str, Any] = {"done": done, "max_steps": max_steps, "percent": None, "eta": None}
     if isinstance(max_steps, int) and max_steps > 0:

@@ -14,6 +14,7 @@ from webapp.runs.models import Run, RunStatus
 from webapp.runs.selectors import RUN_SORTS, queue_positions, run_filter_choices, run_first_steps, run_list
 from webapp.runs.services import run_cancel, runs_set_archived
 from webapp.runs.transitions import IllegalTransition
+from webapp.ui.external_runs import external_model, is_external
 from webapp.ui.runs_listing import PAGE_SIZE, RunListParams, run_progress
 
 
@@ -35,18 +36,24 @@ def _number(summary: dict, key: str) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _model(run: Run) -> str:
+    if is_external(run):
+        return external_model(run.config)
+    model = run.config.get("model", {}) if isinstance(run.config, dict) else {}
+    return model.get("name_or_path", "") if isinstance(model, dict) else ""
+
+
 def _rows(runs: list[Run]) -> list[dict]:
     positions = queue_positions()
     firsts = run_first_steps(runs)
     now = timezone.now()
     rows = []
     for run in runs:
-        model = run.config.get("model", {}) if isinstance(run.config, dict) else {}
         rows.append(
             {
                 "run": run,
                 "queue_position": positions.get(run.pk) if run.status == RunStatus.QUEUED and run.managed else None,
-                "model": model.get("name_or_path", ""),
+                "model": _model(run),
                 "progress": run_progress(run, now=now, first_step=firsts.get(run.pk, 0)),
                 "accuracy": _number(run.summary, "accuracy"),
                 "tool_call_ratio": _number(run.summary, "tool_call_ratio"),

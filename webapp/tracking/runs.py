@@ -1,0 +1,292 @@
+"""Runs through the MLflow API: create, get, update, delete and restore, log a batch, tags.
+
+A run created here is a tirlab run (source "mlflow", not managed: tirlab neither launches nor stops
+it) owned by the caller. Only its owner writes to it, and only such runs are written to: a run of
+tirlab's own trainer is read-only here (its trainer reports through the ingest endpoint). Every
+write is one transaction under the run's row lock, checked whole before anything is written, and
+counts as the run's heartbeat: a run marked lost runs again when its trainer reports again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from trainer.contract import is_metric_key
+from webapp.runs.events import publish_run_events
+from webapp.runs.models import Run, RunStatus
+from webapp.runs.transitions import run_log, run_transition
+from webapp.tracking.entities import FROM_MLFLOW_STATUS, TO_MLFLOW_STATUS
+from webapp.tracking.errors import MlflowError, invalid, not_found
+from webapp.tracking.experiments import experiment_by_id
+from webapp.tracking.metrics import parse_metric, write_metrics
+from webapp.tracking.models import MlflowRun
+from webapp.tracking.samples import tables_from_tag
+
+# MLflow's limits (mlflow/utils/validation.py).
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_TAGS_PER_BATCH = 100
+MAX_ENTITIES_PER_BATCH = 1000
+MAX_BATCH_BYTES = 1_000_000
+MAX_KEY = 250
+MAX_PARAM_VALUE = 6000
+MAX_TAG_VALUE = 8000
+MAX_RUN_NAME = Run._meta.get_field("name").max_length
+RUN_NAME_TAG = "mlflow.runName"
+LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
+
+
+def _run_id(run_id: str) -> int:
+    if not run_id.isdigit() or len(run_id) > 18:
+        raise not_found(f"Run with id={run_id} not found")
+    return int(run_id)
+
+
+def readable_run(user, run_id: str) -> Run:
+    """A run the caller may read: any of theirs, any for staff; PERMISSION_DENIED for another user's."""
+    run = Run.objects.select_related("experiment", "owner", "mlflow").filter(pk=_run_id(run_id)).first()
+    if run is None:
+        raise not_found(f"Run with id={run_id} not found")
+    if run.owner_id != user.pk and not user.is_staff:
+        raise MlflowError("PERMISSION_DENIED", f"Permission denied: run {run_id} belongs to another user.")
+    return run
+
+
+def writable_run(user, run_id: str) -> Run:
+    """The caller's MLflow run, locked for this transaction."""
+    run = Run.objects.select_for_update().filter(pk=_run_id(run_id)).first()
+    if run is None:
+        raise not_found(f"Run with id={run_id} not found")
+    if run.owner_id != user.pk:
+        raise MlflowError("PERMISSION_DENIED", f"Permission denied: run {run_id} belongs to another user.")
+    if run.source != "mlflow":
+        raise MlflowError(
+            "PERMISSION_DENIED",
+            f"Run {run_id} is a run of tirlab's own trainer, which alone reports to it; it is read-only here.",
+        )
+    return run
+
+
+def _check_key(kind: str, key: Any) -> str:
+    """Param and tag names follow the rule of metric names (MLflow's `_validate_param_name` /
+    `_validate_tag_name` are its `_validate_metric_name`)."""
+    if not isinstance(key, str) or not is_metric_key(key):
+        raise invalid(
+            f"Invalid {kind} name {str(key)[:60]!r}: names have 1 to {MAX_KEY} letters, digits, spaces and "
+            "_ - . : / @, and are not paths that normalise to something else."
+        )
+    return key
+
+
+def _check_value(kind: str, key: str, value: Any, limit: int) -> str:
+    if not isinstance(value, str):
+        raise invalid(f"Invalid value for {kind} '{key}': a string.")
+    if len(value) > limit:
+        raise invalid(f"{kind.capitalize()} '{key}' has a value of {len(value)} characters; at most {limit}.")
+    return value
+
+
+def key_values(items: list[Mapping[str, Any]], kind: str, limit: int) -> dict[str, str]:
+    """`[{"key": k, "value": v}, ...]` as a dict (later ones win), each key and value checked."""
+    out: dict[str, str] = {}
+    for item in items:
+        key = _check_key(kind, item.get("key"))
+        out[key] = _check_value(kind, key, item.get("value", ""), limit)
+    return out
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if len(name) > MAX_RUN_NAME:
+        raise invalid(f"Run name is {len(name)} characters long; tirlab takes at most {MAX_RUN_NAME}.")
+    return name
+
+
+def _moment(millis: int | None) -> datetime | None:
+    return None if millis is None else datetime.fromtimestamp(millis / 1000, tz=UTC)
+
+
+def create_run(
+    user, *, experiment_id: str, user_id: str, start_time: int | None, tags: dict[str, str], run_name: str
+) -> Run:
+    experiment = experiment_by_id(user, experiment_id)
+    if experiment is not None and experiment.owner_id != user.pk:
+        raise MlflowError("PERMISSION_DENIED", f"Experiment {experiment_id} belongs to another user.")
+    name = _check_name(run_name or tags.get(RUN_NAME_TAG, ""))
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.create(
+            name=name or "mlflow run",
+            description=tags.get("mlflow.note.content", ""),
+            experiment=experiment,
+            owner=user,
+            config={},
+            status=RunStatus.RUNNING,
+            started_at=_moment(start_time) or now,
+            heartbeat_at=now,
+            managed=False,
+            source="mlflow",
+        )
+        if not name:
+            # MLflow names a run the client did not name; tirlab names it after its id.
+            run.name = f"mlflow run {run.pk}"
+            run.save(update_fields=["name"])
+        MlflowRun.objects.create(
+            run=run, user_id=user_id[:256], tags={k: v for k, v in tags.items() if k != RUN_NAME_TAG}
+        )
+        source = tags.get("mlflow.source.name", "")
+        run_log(run=run, message="created through the MLflow API" + (f" by {source}" if source else ""))
+        publish_run_events(run, [], list_event="run.created")
+    return Run.objects.select_related("experiment", "owner", "mlflow").get(pk=run.pk)
+
+
+def _beat(run: Run, now: datetime) -> None:
+    """A write is a heartbeat; a lost run that reports again runs again."""
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=now)
+    run.heartbeat_at = now
+    if run.status == RunStatus.LOST:
+        run_transition(run=run, status=RunStatus.RUNNING, reason="its trainer reports again")
+
+
+def update_run(user, run_id: str, *, status: str | None, end_time: int | None, run_name: str) -> Run:
+    with transaction.atomic():
+        run = writable_run(user, run_id)
+        if run_name:
+            rename(run, run_name)
+        if status is not None and status != "SCHEDULED":
+            target = FROM_MLFLOW_STATUS[status]
+            if target != run.status:
+                run_transition(run=run, status=target, end_time=_moment(end_time))
+        elif status == "SCHEDULED" and TO_MLFLOW_STATUS[run.status] != "SCHEDULED":
+            raise invalid("tirlab does not schedule runs reported through MLflow; SCHEDULED cannot be set.")
+        if status in (None, "RUNNING"):
+            _beat(run, timezone.now())
+        else:
+            Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    return Run.objects.select_related("experiment", "owner", "mlflow").get(pk=run.pk)
+
+
+def rename(run: Run, name: str) -> None:
+    name = _check_name(name)
+    if name and name != run.name:
+        run.name = name
+        run.save(update_fields=["name"])
+        publish_run_events(run, [], list_event="run.updated")
+
+
+def set_deleted(user, run_id: str, *, deleted: bool) -> None:
+    """MLflow's delete_run / restore_run: a deleted run is an archived one (hidden from lists, kept)."""
+    with transaction.atomic():
+        run = writable_run(user, run_id)
+        if run.archived != deleted:
+            run.archived = deleted
+            run.save(update_fields=["archived"])
+            publish_run_events(run, [], list_event="run.updated")
+
+
+def log_batch(
+    user,
+    run_id: str,
+    *,
+    metrics: list[Mapping[str, Any]],
+    params: list[Mapping[str, Any]],
+    tags: list[Mapping[str, Any]],
+    body_bytes: int,
+) -> None:
+    """MLflow's log-batch (and log-metric, log-parameter, set-tag, one item each): all or nothing."""
+    if body_bytes > MAX_BATCH_BYTES:
+        raise invalid(
+            f"Batched logging API requests must be at most {MAX_BATCH_BYTES} bytes, got payload of size {body_bytes}."
+        )
+    if len(metrics) > MAX_METRICS_PER_BATCH:
+        raise invalid(
+            f"A batch logging request can contain at most {MAX_METRICS_PER_BATCH} metrics. Got {len(metrics)} metrics."
+        )
+    for kind, items in (("params", params), ("tags", tags)):
+        if len(items) > MAX_PARAMS_TAGS_PER_BATCH:
+            raise invalid(
+                f"A batch logging request can contain at most {MAX_PARAMS_TAGS_PER_BATCH} {kind}. "
+                f"Got {len(items)} {kind}."
+            )
+    total = len(metrics) + len(params) + len(tags)
+    if total > MAX_ENTITIES_PER_BATCH:
+        raise invalid(
+            f"A batch logging request can contain at most {MAX_ENTITIES_PER_BATCH} metrics, params and tags in total. "
+            f"Got {total}."
+        )
+    parsed = [parse_metric(item, f"metrics[{i}]") for i, item in enumerate(metrics)]
+    new_params = _params_in_order(params)
+    new_tags = key_values(tags, "tag", MAX_TAG_VALUE)
+    now = timezone.now()
+    with transaction.atomic():
+        run = writable_run(user, run_id)
+        changed = _merge_params(run, new_params)
+        fields = ["config"] if changed else []
+        events: list[tuple[str, dict[str, Any]]] = []
+        if parsed:
+            rows = write_metrics(run, parsed)
+            fields += ["summary", "last_step", "metric_keys"]
+            events.append(("metrics", {"steps": rows}))
+        if fields:
+            run.save(update_fields=fields)
+        if new_tags:
+            _merge_tags(user, run, new_tags)
+        publish_run_events(run, events, list_event="run.updated" if parsed else None)
+        _beat(run, now)
+
+
+def _params_in_order(items: list[Mapping[str, Any]]) -> dict[str, str]:
+    """Params as a dict; one key twice with two values in one request is refused, as MLflow does."""
+    out: dict[str, str] = {}
+    for item in items:
+        key = _check_key("param", item.get("key"))
+        value = _check_value("param", key, item.get("value", ""), MAX_PARAM_VALUE)
+        if key in out and out[key] != value:
+            raise invalid(
+                f"Duplicate parameter keys have been submitted: [{key}]. Please ensure the request contains only "
+                "one param value per param key."
+            )
+        out[key] = value
+    return out
+
+
+def _merge_params(run: Run, params: dict[str, str]) -> bool:
+    """Params are write-once: the same value again is fine, another one is refused (MLflow's rule)."""
+    for key, value in params.items():
+        old = run.config.get(key)
+        if old is not None and old != value:
+            raise invalid(
+                f"Changing param values is not allowed. Param with key='{key}' was already logged with value="
+                f"'{old}' for run ID='{run.pk}'. Attempted logging new value '{value}'."
+            )
+    new = {key: value for key, value in params.items() if key not in run.config}
+    if new:
+        run.config = {**run.config, **new}
+    return bool(new)
+
+
+def _merge_tags(user, run: Run, tags: dict[str, str]) -> None:
+    """Tags overwrite. `mlflow.runName` renames the run; `mlflow.loggedArtifacts` (log_table) turns the
+    tables it lists into trajectories."""
+    row = MlflowRun.objects.select_for_update().get(run=run)
+    if RUN_NAME_TAG in tags:
+        rename(run, tags[RUN_NAME_TAG])
+    row.tags = {**row.tags, **{k: v for k, v in tags.items() if k != RUN_NAME_TAG}}
+    row.save(update_fields=["tags"])
+    if LOGGED_ARTIFACTS_TAG in tags:
+        tables_from_tag(run, tags[LOGGED_ARTIFACTS_TAG])
+
+
+def delete_tag(user, run_id: str, key: str) -> None:
+    with transaction.atomic():
+        run = writable_run(user, run_id)
+        row = MlflowRun.objects.select_for_update().get(run=run)
+        if key not in row.tags:
+            raise not_found(f"No tag with name: {key} in run with id {run_id}")
+        row.tags = {k: v for k, v in row.tags.items() if k != key}
+        row.save(update_fields=["tags"])
+        _beat(run, timezone.now())
