@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.runs.models import Experiment, MetricStep, Run, RunLogLine, Trajectory
+from webapp.runs.models import Experiment, MetricSeries, MetricStep, Run, RunLogLine, Trajectory
 
 
 @admin.register(Experiment)
@@ -24,6 +24,18 @@ class MetricStepAdmin(admin.ModelAdmin):
     list_display = ["run", "step", "time"]
     raw_id_fields = ["run"]
     list_select_related = ["run"]
+
+
+@admin.register(MetricSeries)
+class MetricSeriesAdmin(admin.ModelAdmin):
+    """The keys the chart rollups cover; the rollups themselves are derived and rebuilt by
+    `webapp.runs.metric_store.rebuild_rollups`, never edited."""
+
+    list_display = ["run", "key", "sealed_step"]
+    search_fields = ["key"]
+    raw_id_fields = ["run"]
+    list_select_related = ["run"]
+    readonly_fields = ["sealed_step"]
 
 
 @admin.register(Trajectory)
