@@ -35,6 +35,7 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from trainer.engines.base import FinishReason, GenerationOutput, GenerationRequest, Tokenizer, check_requests
+from trainer.engines.kv_cache import growing
 
 # Tokens decoded from the end of a sequence when looking for a stop string, beyond the stop
 # string's length in characters: a token is at least one character, except for byte-fallback
@@ -89,7 +90,7 @@ def _stack(
         values = torch.cat([pad(a.values, mask.shape[1]), pad(b.values, other_mask.shape[1])])
         data.append((keys, values))
     masks = [torch.nn.functional.pad(m, (width - m.shape[1], 0)) for m in (mask, other_mask)]
-    return DynamicCache(ddp_cache_data=data), torch.cat(masks)
+    return growing(DynamicCache(ddp_cache_data=data)), torch.cat(masks)
 
 
 def sample_tokens(
@@ -229,9 +230,9 @@ class HFEngine:
                         keys[row, :, kept_len - n :] = row_layers[layer][0][0]
                         values[row, :, kept_len - n :] = row_layers[layer][1][0]
                 data.append((keys, values))
-            cache = DynamicCache(ddp_cache_data=data)
+            cache = growing(DynamicCache(ddp_cache_data=data))
         else:
-            cache = DynamicCache(config=self.model.config)
+            cache = growing(DynamicCache(config=self.model.config))
         mask = mask.to(self.device)
         out = self.model(
             input_ids=input_ids.to(self.device),
