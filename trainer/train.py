@@ -109,6 +109,20 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _without_dropout(model: torch.nn.Module) -> bool:
+    """Whether the model's training forward pass computes what its evaluation pass does: no dropout
+    module and no dropout rate in its config."""
+    config = getattr(model, "config", None)
+    rates = (getattr(config, name, 0.0) or 0.0 for name in _DROPOUT_RATES)
+    modules = (m for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd))
+    return all(rate == 0 for rate in rates) and all(m.p == 0 for m in modules)
+
+
+# HF config fields of dropout rates applied in the forward pass (Llama/Qwen's attention_dropout,
+# GPT-2's *_pdrop, others' plain names).
+_DROPOUT_RATES = ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "attn_pdrop", "embd_pdrop")
+
+
 def _scheduler(
     optimizer: torch.optim.Optimizer, config: RunConfig, total_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
@@ -448,11 +462,16 @@ class Trainer:
             "scored_from": prompt_width,
         }
 
-    def prepare(self, groups: list[Group], behaviour: torch.nn.Module) -> list[list[dict[str, Any]]]:
+    def prepare(
+        self, groups: list[Group], behaviour: torch.nn.Module, *, first_from_update: bool = False
+    ) -> list[list[dict[str, Any]]]:
         """The update's mini-batches (lists of micro-batches) of the kept groups, with their advantages
         and the old log-probs of `behaviour`, the weights that sampled them, recomputed with the training
         forward pass so that on-policy the ratio starts at exactly 1 (the engine's top-p truncation is
-        not part of the trained distribution)."""
+        not part of the trained distribution).
+
+        `first_from_update`: the first mini-batch is left without them; `update` takes them from its
+        own first forward pass over it (see there)."""
         grpo = self.config.grpo
         advantages = group_advantages([[r.total for r in g.rewards] for g in groups], scale_by_std=grpo.scale_by_std)
         # A mini-batch is whole groups, as verl's ppo_mini_batch_size counts prompts times rollout.n
@@ -475,7 +494,7 @@ class Trainer:
             for batch in (b for mini_batch in mini_batches for b in mini_batch):
                 batch.update({k: v.to(device) for k, v in batch.items() if isinstance(v, torch.Tensor)})
         with torch.no_grad():
-            for batch in (b for mini_batch in mini_batches for b in mini_batch):
+            for batch in (b for mini_batch in mini_batches[1 if first_from_update else 0 :] for b in mini_batch):
                 batch["old_logprobs"], _ = self._logprobs(behaviour, batch)
         return mini_batches
 
@@ -506,7 +525,12 @@ class Trainer:
         """
         grpo = self.config.grpo
         if mini_batches is None:
-            mini_batches = self.prepare(groups, self.model)
+            # On-policy, the first mini-batch's first forward pass runs on the weights that sampled it
+            # (no optimizer step has been taken yet), so its old log-probs are that pass's, detached:
+            # the same numbers as a forward pass of their own, which would cost a tenth of a
+            # function-calling mini's step (py-spy). Exact where the training forward is the
+            # evaluation one, i.e. without dropout.
+            mini_batches = self.prepare(groups, self.model, first_from_update=_without_dropout(self.model))
         if self.ref_model is not None:
             with torch.no_grad():
                 for batch in (b for mini_batch in mini_batches for b in mini_batch):
@@ -522,6 +546,8 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 for batch in mini_batch:
                     logprobs, entropy = self._logprobs(self.model, batch)
+                    if "old_logprobs" not in batch:
+                        batch["old_logprobs"] = logprobs.detach()
                     loss, batch_stats = policy_loss(
                         logprobs,
                         batch["old_logprobs"],

@@ -184,3 +184,50 @@ def test_a_reported_trajectory_shows_the_prompt_the_model_saw_and_the_answer_it_
     report = trajectory_report(group, 0, trajectory, reward, 0, 5, protocol, chat)
     assert [m.role for m in report.prompt] == ["system", "user"]
     assert report.prompt[0].content != "Please reason step by step."  # the template's system prompt
+
+
+@pytest.mark.parametrize("mini_batch_prompts", [None, 2])
+def test_old_log_probs_taken_from_the_updates_first_pass_change_no_number(
+    random_tiny, tmp_path, monkeypatch, mini_batch_prompts
+):
+    """On-policy, the first mini-batch's old log-probs come from the update's own first forward pass
+    rather than a pass of their own: every metric of the run is what the separate pass gives, with
+    one forward pass fewer per micro-batch of that mini-batch."""
+    import trainer.train as train_module
+
+    config = small_config(str(random_tiny), optim={"learning_rate": 1e-3, "mini_batch_prompts": mini_batch_prompts})
+    passes: list[int] = []
+    logprobs = train_module.Trainer._logprobs
+
+    def counted(self, model, batch):
+        passes[-1] += 1
+        return logprobs(self, model, batch)
+
+    monkeypatch.setattr(train_module.Trainer, "_logprobs", counted)
+    runs = {}
+    for shortcut in (True, False):
+        monkeypatch.setattr(train_module, "_without_dropout", lambda model, shortcut=shortcut: shortcut)
+        passes.append(0)
+        train(config, tmp_path / str(shortcut))
+        runs[shortcut] = [
+            {k: v for k, v in m["values"].items() if not k.startswith(("timing_s/", "perf/"))}
+            for m in read_jsonl(tmp_path / str(shortcut) / "metrics.jsonl")
+        ]
+    assert runs[True] == runs[False]
+    if mini_batch_prompts is None:  # one optimizer step per update: the ratio is exactly 1 throughout
+        assert all(m["actor/approx_kl"] == 0.0 and m["actor/clip_ratio/high"] == 0.0 for m in runs[True])
+    # 3 prompts × 4 samples: one micro-batch per mini-batch, one mini-batch (or two), two steps.
+    assert passes[1] - passes[0] == 2
+
+
+def test_a_model_with_dropout_computes_its_old_log_probs_in_a_pass_of_their_own():
+    from trainer.models import build_tiny_model
+    from trainer.train import _without_dropout
+
+    model, _ = build_tiny_model(seed=0)
+    assert _without_dropout(model)
+    model.config.attention_dropout = 0.1
+    assert not _without_dropout(model)
+    model.config.attention_dropout = 0.0
+    model.model.layers[0].mlp.add_module("dropout", torch.nn.Dropout(0.2))
+    assert not _without_dropout(model)
