@@ -5,7 +5,7 @@ Each turn generates for ALL active trajectories as one engine call and waits for
 ToRL's loop does with its executor pool, but waiting for the last one (the slowest call sets the
 pace) — appends the outputs, and starts the next turn with the trajectories that called a tool.
 
-Everything per trajectory is the asynchronous loop's own code (trainer.rollout: the sandbox call,
+Everything per trajectory is the asynchronous loop's own code (trainer.rollout.multi_turn: the sandbox call,
 appending the wrapped output, the token and mask bookkeeping, the per-trajectory-and-turn seeds),
 so both loops produce the same `Trajectory` objects for the same samples and the benchmark
 compares only the scheduling.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from trainer.engines.base import Engine, GenerationOutput, GenerationRequest
 from trainer.envs.python import execute_code
 from trainer.protocols import Protocol, get_protocol
-from trainer.rollout import RolloutResult, RolloutSettings, Span, Trajectory, _append_tool_output, _State
+from trainer.rollout.multi_turn import RolloutResult, RolloutSettings, Span, Trajectory, _append_tool_output, _State
 from trainer.trajectory import Completion, ToolExecution
 
 _rollout_ids = itertools.count()

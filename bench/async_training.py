@@ -4,7 +4,7 @@ Each arm is `python -m trainer run` in a subprocess, N steps from the shipped co
 
 - `sync`: the `quickstart` preset as shipped (sample, then train: verl's loop). **Baseline.**
 - `sync-1-thread`: the same with OMP_NUM_THREADS=1. A control: on CPU the asynchronous run gives
-  its update one core and the background rollout the other (trainer.async_rollout.cpu_split), and
+  its update one core and the background rollout the other (trainer.rollout.off_policy.cpu_split), and
   a one-thread update alone can be faster or slower than two threads on a busy machine; this arm
   tells that apart from the overlap itself.
 - `async`: the `skyrl-async` preset (the quickstart with rollout.async_rollouts on): step t+1 is

@@ -171,7 +171,10 @@ def _wait_finished(client: httpx.Client, run_id: int) -> None:
 def import_time_s() -> float:
     """What a trainer's process spends importing the training loop and its libraries (torch,
     transformers), measured in a fresh interpreter."""
-    code = "import time; t = time.perf_counter(); import trainer.cli, trainer.train; print(time.perf_counter() - t)"
+    code = (
+        "import time; t = time.perf_counter(); import trainer.cli, trainer.loop.train; "
+        "print(time.perf_counter() - t)"
+    )
     result = subprocess.run([PY, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     return float(result.stdout.strip().splitlines()[-1])
 
@@ -242,7 +245,7 @@ def main() -> None:
     print(
         f"stack start (`make run` until 'tirlab is up'): {statistics.median(t['stack up'] for t in by_launch[0]):.1f} s"
     )
-    print(f"importing trainer.cli and trainer.train in a fresh interpreter: {imports:.1f} s")
+    print(f"importing trainer.cli and trainer.loop.train in a fresh interpreter: {imports:.1f} s")
     report("first launch on a fresh install", by_launch[0])
     for index, timelines in enumerate(by_launch[1:], start=2):
         report(f"launch {index} on the same stack (Ray and the model cache warm)", timelines)

@@ -45,7 +45,7 @@ COLUMNS = (
     ("chain accuracy", "train/chain/accuracy"),
     ("chain calls", "train/chain/tool_calls/mean"),
 )
-# Function-calling runs (protocol tool_call_json): the calls against the ground truth (trainer.call_metrics).
+# Function-calling runs (protocol tool_call_json): the calls against the ground truth (trainer.metrics.calls).
 CALL_COLUMNS = (
     ("exact match", "calls/exact_match"),
     ("name accuracy", "calls/name_accuracy"),
@@ -201,8 +201,8 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} CPUs, torch threads {threads}, load average {before} before, {after} after")
     from trainer.config import TINY_BASE_MODEL, TINY_MODEL
     from trainer.models.loading import DERIVED
-    from trainer.models.tiny_base import shipped_base
-    from trainer.models.tiny_cold_start import shipped_checkpoint
+    from trainer.models.tiny.base import shipped_base
+    from trainer.models.tiny.cold_start import shipped_checkpoint
 
     shipped_of = {TINY_MODEL: shipped_checkpoint, TINY_BASE_MODEL: shipped_base}
     shipped_of.update({name: recipe.shipped for name, recipe in DERIVED.items()})

@@ -1,6 +1,6 @@
 """Benchmark: the asynchronous multi-turn rollout against a synchronous batch loop, same prompts.
 
-The asynchronous loop is trainer.rollout's `arollout` (each trajectory advances on its own; a
+The asynchronous loop is trainer.rollout.multi_turn's `arollout` (each trajectory advances on its own; a
 tool call starts the moment its sequence stops, and when it returns the trajectory's next turn
 joins the running engine call at its next decode step: continuous batching). `async-calls` is the
 same loop with continuous batching off: a ready turn waits for the engine call in progress, then
@@ -29,7 +29,7 @@ they ran), which no scheduler of one batch can beat; sync / chain is the most a 
 
 `--train-s X` adds training steps to the cost case (`--steps` of them, each a rollout then an update
 of X seconds, a sleep like the cost model's GPU time): the sync loop then training, the async loop
-then training, and the async loop one step off-policy (trainer.async_rollout's RolloutPipeline:
+then training, and the async loop one step off-policy (trainer.rollout.off_policy's RolloutPipeline:
 step k+1's rollout runs while step k trains). It prints the median step time of each and its ratio
 to the sync one.
 
@@ -58,14 +58,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sandbox  # noqa: E402 - after the path set-up above
 from bench._cost_model import CostModel, CostModelEngine, ScriptedPolicy  # noqa: E402
 from bench._sync_rollout import sync_rollout  # noqa: E402
-from trainer.async_rollout import RolloutPipeline  # noqa: E402
 from trainer.config import TINY_MODEL  # noqa: E402
-from trainer.data import load_dataset  # noqa: E402
+from trainer.data.datasets import load_dataset  # noqa: E402
 from trainer.engines.base import Engine, Tokenizer  # noqa: E402
 from trainer.models import TINY_PROMPT_TEMPLATE  # noqa: E402
 from trainer.presets import preset_config  # noqa: E402
-from trainer.prompts import apply_template  # noqa: E402
-from trainer.rollout import RolloutResult, RolloutSettings, arollout  # noqa: E402
+from trainer.protocols.prompts import apply_template  # noqa: E402
+from trainer.rollout.multi_turn import RolloutResult, RolloutSettings, arollout  # noqa: E402
+from trainer.rollout.off_policy import RolloutPipeline  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def hf_case(model_cache: Path, *, prompts: int, group_size: int, seed: int) -> C
     from trainer.models import load_policy
 
     model, tokenizer = load_policy(TINY_MODEL, cache_dir=model_cache, log=lambda m: print(m, file=sys.stderr))
-    # One intra-op thread, as the trainer runs the tiny model (see trainer.train).
+    # One intra-op thread, as the trainer runs the tiny model (see trainer.loop.train).
     engine = HFEngine(model, tokenizer, num_threads=1)
     return Case(
         name=f"hf tiny-char CPU, {prompts}x{group_size}",

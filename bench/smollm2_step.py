@@ -4,10 +4,10 @@ Prints how long SmolLM2 takes to load (the GGUF conversion, done once per model 
 cached load every run pays), then the median over N steps (default 3) of the trainer's own timings:
 `timing_s/gen` (sampling), `timing_s/tool` (sandbox), `timing_s/train` (log-prob passes and the
 update), `timing_s/step` and `perf/tokens_per_s`. Each step is a real GRPO step through
-`trainer.train.Trainer`: the rollout loop with the KV-cache engine, the sandbox, the ToRL reward, an
+`trainer.loop.train.Trainer`: the rollout loop with the KV-cache engine, the sandbox, the ToRL reward, an
 AdamW update.
 
-The baseline, measured in the same run, is the tiny quickstart model (trainer.models.tiny) at the
+The baseline, measured in the same run, is the tiny quickstart model (trainer.models.tiny.model) at the
 same batch shape (prompts x samples x response tokens) on its own arithmetic task; it shows what of
 the step time is the model's size. Its cold start is trained into the model cache first if it is not
 there (about 5 minutes; --tiny-model-cache points at an existing one). Machines are shared: the load
@@ -38,10 +38,10 @@ import torch  # noqa: E402 - after the path set-up above
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from trainer.config import RunConfig  # noqa: E402
+from trainer.loop.train import Trainer  # noqa: E402
 from trainer.models import SMOLLM2_MODEL, load_policy, smollm2_checkpoint  # noqa: E402
 from trainer.presets import preset_config  # noqa: E402
-from trainer.report import Reporter  # noqa: E402
-from trainer.train import Trainer  # noqa: E402
+from trainer.report.client import Reporter  # noqa: E402
 
 PRESET = "smollm2-gsm8k-cpu"
 BASELINE_PRESET = "quickstart"

@@ -29,10 +29,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trainer.prompts import TEMPLATES
+from trainer.protocols.prompts import TEMPLATES
 
 # qwen_tool_prompts (verl_toolcall_preprocess.py:24-37) and DEFAULT_PROMPT (raw_data_process.py:32-33),
-# as trainer.prompts transcribes them (tests/trainer/test_fidelity_prompts.py checks the text).
+# as trainer.protocols.prompts transcribes them (tests/trainer/test_fidelity_prompts.py checks the text).
 QWEN_TOOL_PROMPTS = TEMPLATES["tool_n1"].system or ""
 DEFAULT_PROMPT = TEMPLATES["tool_n1"].own_system_default or ""
 # A ToolACE row's own system text, cut after the marker (raw_data_process.py:43-45); the words are ours.

@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cold-start",
         help="train the tiny quickstart model's SFT cold start and print how it does",
         description="Train the tiny quickstart model's cold start with its default budget "
-        "(trainer.models.tiny_cold_start) and print accuracy and tool use on easy and hard problems, "
+        "(trainer.models.tiny.cold_start) and print accuracy and tool use on easy and hard problems, "
         "greedy and sampled at temperature 1, as JSON.",
     )
     cold_start.add_argument("--seed", type=int, default=0, help="seed of the model and its traces")
@@ -130,17 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(TINY_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS),
         default=TINY_MODEL,
         help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default), the base model zero RL "
-        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny_base), or the cold start fine-tuned to ARTIST's "
-        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny_artist) or to JSON calls ({TINY_FC_MODEL} and the "
-        f"function-calling minis' starts, trainer.models.tiny_fc); these only with --ship or --out",
+        f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny.base), or the cold start fine-tuned to ARTIST's "
+        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny.artist) or to JSON calls ({TINY_FC_MODEL} and the "
+        f"function-calling minis' starts, trainer.models.tiny.function_calling); these only with --ship or --out",
     )
     cold_start.set_defaults(handler=_cold_start)
 
     traces = commands.add_parser(
         "sft-traces",
         help="write one of tirlab's built-in SFT trace sets as JSONL, the format sft.dataset reads",
-        description="Write a built-in SFT trace set (trainer.sft_data.BUILTIN_TRACES) as JSONL: one trace per "
-        "line, the format a file named by sft.dataset takes (see trainer/sft_data.py).",
+        description="Write a built-in SFT trace set (trainer.sft.data.BUILTIN_TRACES) as JSONL: one trace per "
+        "line, the format a file named by sft.dataset takes (see trainer/data/sft_traces.py).",
     )
     traces.add_argument("name", help="built-in trace set, e.g. tiny-cold-start, retool-mini-sft")
     traces.add_argument("--out", type=Path, metavar="FILE", help="write here (default: standard output)")
@@ -210,8 +210,8 @@ def _json_argument(parser: argparse.ArgumentParser, option: str, text: str) -> A
 
 def _cold_start(args: argparse.Namespace) -> int:
     # Imported when used: torch and transformers cost nothing to the other commands.
-    from trainer.models.tiny_base import base_report, ship_base
-    from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED, cold_start_report, ship_cold_start
+    from trainer.models.tiny.base import base_report, ship_base
+    from trainer.models.tiny.cold_start import SHIPPED_REPORT, TINY_SEED, cold_start_report, ship_cold_start
 
     base = args.model == TINY_BASE_MODEL
     if args.model in TINY_DERIVED_MODELS:
@@ -235,7 +235,7 @@ def _cold_start(args: argparse.Namespace) -> int:
 
 def _derived_cold_start(args: argparse.Namespace) -> int:
     from trainer.models.loading import DERIVED
-    from trainer.models.tiny_cold_start import SHIPPED_REPORT, TINY_SEED
+    from trainer.models.tiny.cold_start import SHIPPED_REPORT, TINY_SEED
 
     recipe = DERIVED[args.model]
     cache = Path(os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models")
@@ -251,7 +251,7 @@ def _derived_cold_start(args: argparse.Namespace) -> int:
 
 
 def _sft_traces(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from trainer.sft_data import SFTDataError, builtin_trace_rows
+    from trainer.sft.data import SFTDataError, builtin_trace_rows
 
     if args.rows is not None and args.rows < 1:
         parser.error("--rows must be at least 1")
@@ -271,9 +271,9 @@ def _sft_traces(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
 
 def _prompts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from trainer.config import TINY_MODEL, ConfigError, RunConfig, validate_config
-    from trainer.data import DatasetError, load_dataset
-    from trainer.prompts import PromptTemplateError, build_prompt
-    from trainer.train import run_prompt_template
+    from trainer.data.datasets import DatasetError, load_dataset
+    from trainer.loop.setup import run_prompt_template
+    from trainer.protocols.prompts import PromptTemplateError, build_prompt
 
     if args.rows < 1:
         parser.error("--rows must be at least 1")
@@ -424,8 +424,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     from transformers.utils import logging as transformers_logging
 
-    from trainer.report import Reporter
-    from trainer.train import run_training
+    from trainer.loop.train import run_training
+    from trainer.report.client import Reporter
 
     # The console shows one progress line per step; transformers' per-load bars would bury it.
     transformers_logging.disable_progress_bar()

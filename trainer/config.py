@@ -11,10 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trainer.prompts import PromptTemplateError, resolve_template
+from trainer.contract import FieldErrors, field_errors
+from trainer.envs import ENVIRONMENT_NAMES
+from trainer.protocols import PROTOCOL_NAMES, default_environment, get_protocol
 from trainer.protocols.feedback import DEFAULT_MAX_OUTPUT_CHARS, FeedbackStyle
+from trainer.protocols.prompts import PromptTemplateError, resolve_template
 from trainer.rewards import REWARD_NAMES, validate_reward_params
-from trainer.rewards.params import FieldErrors, field_errors
 
 TINY_MODEL = "tirlab/tiny-char"
 # The same architecture and tokenizer, randomly initialised: what the tiny model's cold start starts from.
@@ -25,7 +27,8 @@ TINY_BASE_MODEL = "tirlab/tiny-char-base"
 TINY_ARTIST_MODEL = "tirlab/tiny-char-artist"
 # The cold start fine-tuned to emit JSON function calls (ToolRL's layout): RL with ToolRL's reward on CPU starts here.
 TINY_FC_MODEL = "tirlab/tiny-char-fc"
-# That model fine-tuned to be undecided where ToolRL's reward can decide (trainer.models.tiny_fc): toolrl-mini's start.
+# That model fine-tuned to be undecided where ToolRL's reward can decide (trainer.models.tiny.function_calling):
+# toolrl-mini's start.
 TINY_TOOLRL_MODEL = "tirlab/tiny-char-toolrl"
 # That model taught Tool-N1's layout of calls (one JSON list, "arguments"), undecided as the one above: tool-n1-mini's.
 TINY_TOOL_N1_MODEL = "tirlab/tiny-char-tool-n1"
@@ -40,7 +43,7 @@ TINY_DERIVED_MODELS = (
     TINY_ARTIST_FC_MODEL,
 )
 TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS)
-# Trace sets tirlab generates (trainer.sft_data.BUILTIN_TRACES), and the protocol each is written in; here
+# Trace sets tirlab generates (trainer.sft.data.BUILTIN_TRACES), and the protocol each is written in; here
 # because the dashboard validates configs with this module without loading the trainer.
 BUILTIN_SFT_TRACES = {
     "tiny-cold-start": "python_markdown",
@@ -102,7 +105,7 @@ class DataConfig(_Section):
     prompt_template: str | None = Field(
         None,
         description=(
-            "Template wrapping each question (trainer.prompts: 'torl' is ToRL's raw completion prompt, "
+            "Template wrapping each question (trainer.protocols.prompts: 'torl' is ToRL's raw completion prompt, "
             "'torl-chat', 'retool', 'artist', 'toolrl', 'tool_n1', 'plain', or text with {question}); "
             "None uses the tool protocol's default."
         ),
@@ -129,28 +132,18 @@ class DataConfig(_Section):
         return value
 
 
-# Which environment runs each protocol's calls (trainer.envs): the first is the protocol's default.
-PROTOCOL_ENVIRONMENTS: dict[str, tuple[str, ...]] = {
-    "python_markdown": ("python",),
-    "retool": ("python",),
-    "artist": ("python",),
-    "tool_call_json": ("none", "function_calling"),
-    "artist_fc": ("function_calling",),
-}
-
-
-def default_environment(protocol: str) -> str:
-    """The environment a protocol's calls run in when `tools.environment` is not given."""
-    return PROTOCOL_ENVIRONMENTS[protocol][0]
+# The choices, as their registries hold them: each protocol and environment registers itself in its own file.
+ProtocolName = Literal[PROTOCOL_NAMES]  # type: ignore[valid-type]
+EnvironmentName = Literal[ENVIRONMENT_NAMES]  # type: ignore[valid-type]
 
 
 class ToolConfig(_Section):
     """Tool-call syntax, call budget and sandbox limits."""
 
-    protocol: Literal["python_markdown", "retool", "artist", "tool_call_json", "artist_fc"] = Field(
+    protocol: ProtocolName = Field(
         "python_markdown", description="Syntax of tool calls and tool outputs in the response."
     )
-    environment: Literal["python", "function_calling", "none"] | None = Field(
+    environment: EnvironmentName | None = Field(
         None,
         description=(
             "What a call does (trainer.envs): 'python' runs the call's code in the sandbox (the code "
@@ -193,7 +186,7 @@ class ToolConfig(_Section):
 
     @model_validator(mode="after")
     def _check_environment(self) -> "ToolConfig":
-        allowed = PROTOCOL_ENVIRONMENTS[self.protocol]
+        allowed = get_protocol(self.protocol).environments
         if self.environment is not None and self.environment not in allowed:
             names = " or ".join(f"'{name}'" for name in allowed)
             message = f"protocol '{self.protocol}' runs its calls in {names}, not '{self.environment}'"
@@ -315,7 +308,7 @@ class GRPOConfig(_Section):
 
 class FilterConfig(_Section):
     """Which rollouts are trained on: whole GRPO groups, then single samples of the kept groups
-    (ZeroTIR's replay filters; trainer.filters says how a dropped sample still counts in its
+    (ZeroTIR's replay filters; trainer.loop.filters says how a dropped sample still counts in its
     group's advantage baseline). Each rule's drop count is a `filter/...` metric of the step."""
 
     drop_all_same_reward: bool = Field(
@@ -376,7 +369,7 @@ class FilterConfig(_Section):
 
 class SFTConfig(_Section):
     """Supervised cold start before RL (ReTool): the loaded model is fine-tuned on traces of tool use
-    (trainer.sft_data), then RL starts from the result, which is also the KL reference."""
+    (trainer.sft.data), then RL starts from the result, which is also the KL reference."""
 
     enabled: bool = Field(False, description="Fine-tune on sft.dataset before RL.")
     dataset: str | None = Field(
@@ -384,7 +377,8 @@ class SFTConfig(_Section):
         description=(
             "SFT traces, required when enabled: a built-in set ("
             + ", ".join(f"'{name}'" for name in BUILTIN_SFT_TRACES)
-            + f"), '{DATASET_REF_PREFIX}<id>' for an upload, or a JSONL file path (trainer.sft_data gives the format)."
+            + f"), '{DATASET_REF_PREFIX}<id>' for an upload, or a JSONL file path "
+            "(trainer.data.sft_traces gives the format)."
         ),
     )
     epochs: int = Field(1, ge=1, description="Passes over the SFT traces.")

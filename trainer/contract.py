@@ -2,8 +2,8 @@
 the size limits, the ingest batch (`POST /api/v1/runs/<id>/ingest`), the setup phases a run goes
 through and the headline metric names.
 
-The trainer builds its reports from these models (trainer/report.py, trainer/train.py) and names its
-headline metrics with these names (trainer/metrics.py); the dashboard validates and stores with the
+The trainer builds its reports from these models (trainer/report/client.py, trainer/loop/train.py) and names its
+headline metrics with these names (trainer/metrics/step.py); the dashboard validates and stores with the
 same ones (webapp/runs: models, ingest, API schema) and hands statuses and headline names to its
 pages' JavaScript as page data. Nothing else spells them. No Django here: the trainer runs without it.
 
@@ -25,9 +25,43 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    ValidationError,
     WithJsonSchema,
     model_validator,
 )
+
+# Invalid input, by field: what a 400 answer and a form show (the run config, reward parameters).
+NON_FIELD_KEY = "__all__"
+
+
+class FieldErrors(ValueError):
+    """A ValueError that carries its messages by dotted field path."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{path}: {msg}" for path, msgs in errors.items() for msg in msgs))
+
+
+def _join(*parts: str) -> str:
+    return ".".join(part for part in parts if part and part != NON_FIELD_KEY) or NON_FIELD_KEY
+
+
+def field_errors(exc: ValidationError, prefix: str = "") -> dict[str, list[str]]:
+    """Flatten a pydantic ValidationError into {dotted path: [messages]}.
+
+    A FieldErrors raised by a validator is expanded under the location it was
+    raised at, so nested validations keep their own field paths.
+    """
+    errors: dict[str, list[str]] = {}
+    for err in exc.errors():
+        path = _join(prefix, *(str(part) for part in err["loc"]))
+        cause = err.get("ctx", {}).get("error") if err["type"] == "value_error" else None
+        if isinstance(cause, FieldErrors):
+            for sub_path, messages in cause.errors.items():
+                errors.setdefault(_join(path, sub_path), []).extend(messages)
+        else:
+            errors.setdefault(path, []).append(str(cause) if cause is not None else err["msg"])
+    return errors
 
 
 class RunStatus(StrEnum):
@@ -121,7 +155,7 @@ CODE_IN_CORRECT = "code_in_correct"
 RESPONSE_LENGTH_MEAN = "response_length/mean"
 TOOL_PRODUCTIVITY = "tool_productivity"
 HEADLINE_METRICS = (ACCURACY, TOOL_CALL_RATIO, CODE_IN_CORRECT, RESPONSE_LENGTH_MEAN, TOOL_PRODUCTIVITY)
-# A function-calling run's (protocol tool_call_json) calls against the ground-truth calls (trainer.call_metrics),
+# A function-calling run's (protocol tool_call_json) calls against the ground-truth calls (trainer.metrics.calls),
 # with the calls per response: what ToolRL and Tool-N1 report, and its run page draws first instead.
 EXACT_MATCH = "calls/exact_match"
 NAME_ACCURACY = "calls/name_accuracy"
@@ -134,16 +168,6 @@ TOOL_CALLS_MEAN = "tool_calls/mean"
 CALL_HEADLINE_METRICS = (*CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
 # ARTIST's function calling: the tasks done, the call sequences right, then the calls themselves.
 MULTI_TURN_HEADLINE_METRICS = (ACCURACY, SEQUENCE_MATCH, *CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
-# The protocols whose calls are JSON, read against ground-truth calls (trainer.call_metrics).
-JSON_CALL_PROTOCOLS = ("tool_call_json", "artist_fc")
-MULTI_TURN_CALL_PROTOCOLS = ("artist_fc",)
-
-
-def headline_metrics(protocol: str | None) -> tuple[str, ...]:
-    """The metrics a run page draws first: the calls' for JSON function calling, else the code tools'."""
-    if protocol in MULTI_TURN_CALL_PROTOCOLS:
-        return MULTI_TURN_HEADLINE_METRICS
-    return CALL_HEADLINE_METRICS if protocol in JSON_CALL_PROTOCOLS else HEADLINE_METRICS
 
 
 # Checked by is_metric_key itself, not by pydantic's regex engine (Rust's \w is not Python's), so

@@ -14,7 +14,7 @@ from bench._sync_rollout import sync_rollout
 from trainer.engines import GenerationOutput, GenerationRequest
 from trainer.protocols import get_protocol
 from trainer.protocols.python_markdown import OUTPUT_MARKER
-from trainer.rollout import RolloutSettings, arollout
+from trainer.rollout.multi_turn import RolloutSettings, arollout
 
 # Sleeping can only overrun its deadline; on a loaded 2-core machine by this much at most.
 SLACK_S = 0.25

@@ -9,7 +9,7 @@ import pytest
 
 from tests.browser._helpers import assert_readable_in_both_themes, log_in, screenshot
 from tests.tool_n1_data import tool_n1_parquet_bytes
-from trainer.data import BUILTIN_FILES
+from trainer.data.datasets import BUILTIN_FILES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from tests.browser._helpers import assert_readable_in_both_themes, in_thread, log_in, screenshot, toggle_theme
-from trainer.report import Reporter
+from trainer.report.client import Reporter
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import Run
 from webapp.runs.services import run_create

@@ -3,7 +3,7 @@ restarts, and every step, trajectory and log line arrives exactly once; live pus
 themselves. Each drill runs against a PostgreSQL and a Redis of its own (tests/e2e/own_services.py), never
 the machine's, and asserts on what was stored, not on timings it does not control.
 
-The trainer is tirlab's own reporter (trainer.report.Reporter): batched, retried, spooled to disk while
+The trainer is tirlab's own reporter (trainer.report.client.Reporter): batched, retried, spooled to disk while
 the dashboard does not answer, as a real run reports.
 """
 
@@ -23,7 +23,7 @@ import websockets
 from tests.e2e.lifecycle_stack import PY, REPO
 from tests.e2e.own_services import WebStack, metrics_batch, wait_for
 from trainer.contract import TrajectoryIn
-from trainer.report import Reporter
+from trainer.report.client import Reporter
 
 pytestmark = pytest.mark.timeout(900)
 

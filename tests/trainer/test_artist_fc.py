@@ -9,7 +9,7 @@ from trainer.protocols import PROTOCOL_NAMES, Feedback, Segment, get_protocol
 from trainer.protocols.artist_fc import ArtistFc, parse_call_body
 from trainer.rewards import REWARD_NAMES, score
 from trainer.rewards.artist_fc import format_reward, json_equal, matched_calls
-from trainer.rewards.base import registered, registered_names
+from trainer.rewards.base import REWARDS, registered
 from trainer.trajectory import Completion, ToolExecution
 
 FC = get_protocol("artist_fc")
@@ -123,7 +123,7 @@ def test_calls_are_every_blocks_calls_in_order() -> None:
 
 
 def test_the_reward_is_registered_with_its_protocol() -> None:
-    assert "artist_fc" in REWARD_NAMES and "artist_fc" in registered_names()
+    assert "artist_fc" in REWARD_NAMES and "artist_fc" in REWARDS.names()
     assert registered("artist_fc").protocol == "artist_fc"
 
 

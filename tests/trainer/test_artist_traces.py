@@ -1,17 +1,17 @@
-"""ARTIST-mini's data: three-factor chains (trainer.synthetic) and the 'artist-mini-sft' traces
-(trainer.artist_traces) that call the tool once per multiplication."""
+"""ARTIST-mini's data: three-factor chains (trainer.data.arithmetic) and the 'artist-mini-sft' traces
+(trainer.sft.traces.artist) that call the tool once per multiplication."""
 
 import re
 from collections import Counter
 
 import pytest
 
-from trainer.artist_traces import ARTIST_MINI, artist_traces
-from trainer.data import DatasetError, load_dataset
+from trainer.data.arithmetic import arithmetic_examples
+from trainer.data.datasets import DatasetError, load_dataset
 from trainer.protocols import get_protocol
 from trainer.rewards.artist import format_valid
-from trainer.sft_data import load_sft_dataset
-from trainer.synthetic import arithmetic_examples
+from trainer.sft.data import load_sft_dataset
+from trainer.sft.traces.artist import ARTIST_MINI, artist_traces
 
 CHAIN = re.compile(r"What is (\d{2}) \* (\d{2}) \* (\d{2})\?")
 

@@ -1,6 +1,6 @@
 """rollout.async_rollouts: step t+1 is rolled out by a behaviour copy of the policy while step t trains.
 
-What trainer.async_rollout promises: the rollout of step t+1 samples with the weights step t's update
+What trainer.rollout.off_policy promises: the rollout of step t+1 samples with the weights step t's update
 starts from (v_t), the update's old log-probs are that copy's, `async/staleness` says so, a run
 closes its background rollout however it ends, a seeded run repeats itself, a resumed run starts
 on-policy, and the asynchronous quickstart still learns.
@@ -22,12 +22,12 @@ import torch
 import sandbox
 from bench._cost_model import CostModel, CostModelEngine
 from tests.trainer._learning import REPO, window
-from trainer.async_rollout import CpuSplit, RolloutPipeline, cpu_split
 from trainer.config import TINY_MODEL, validate_config
 from trainer.grpo import token_logprobs
-from trainer.report import Reporter
-from trainer.rollout import RolloutSettings, RolloutStopped, arollout
-from trainer.train import Trainer, run_training
+from trainer.loop.train import Trainer, run_training
+from trainer.report.client import Reporter
+from trainer.rollout.multi_turn import RolloutSettings, RolloutStopped, arollout
+from trainer.rollout.off_policy import CpuSplit, RolloutPipeline, cpu_split
 
 
 class _Silent:

@@ -1,10 +1,10 @@
-"""The tiny base model's corpus (trainer.base_corpus): what zero RL may assume the base has seen."""
+"""The tiny base model's corpus (trainer.models.tiny.base_corpus): what zero RL may assume the base has seen."""
 
-from trainer.base_corpus import NOTEBOOK_PROMPT, TINY_BASE, BaseCorpus, base_corpus_rows
-from trainer.models.tiny import TINY_PROMPT_TEMPLATE, CharTokenizer
+from trainer.data.sft_traces import parse_rows
+from trainer.models.tiny.base_corpus import NOTEBOOK_PROMPT, TINY_BASE, BaseCorpus, base_corpus_rows
+from trainer.models.tiny.model import TINY_PROMPT_TEMPLATE, CharTokenizer
 from trainer.rewards.zerotir import format_problem
-from trainer.sft import encode_trace
-from trainer.sft_data import parse_rows
+from trainer.sft.train import encode_trace
 
 
 def _questions(rows):

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from trainer.call_diff import ArgumentDiff, completion_diff
-from trainer.call_metrics import EXACT_MATCH, NAME_ACCURACY, PARAM_ACCURACY, call_scores, ground_truth_calls
+from trainer.contract import EXACT_MATCH, NAME_ACCURACY, PARAM_ACCURACY
+from trainer.protocols.call_diff import ArgumentDiff, completion_diff
+from trainer.protocols.calls import call_scores, ground_truth_calls
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
 TIMER = {"name": "set_timer", "arguments": {"minutes": 5}}
@@ -208,7 +209,7 @@ def test_an_argument_less_call_matches_by_name() -> None:
 
 
 def _scores_from_diff(diff) -> tuple[float, float]:
-    """Name and parameter accuracy as trainer.call_metrics defines them, counted off the diff's rows."""
+    """Name and parameter accuracy as trainer.metrics.calls defines them, counted off the diff's rows."""
     paired = [c for c in diff.calls if c.status in ("match", "differs")]
     unpaired = [c for c in diff.calls if c.status in ("missing_call", "unexpected_call")]
     # A wrong name is a missing call and an unexpected one to the metrics.

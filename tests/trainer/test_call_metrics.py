@@ -4,17 +4,9 @@ import json
 
 import pytest
 
-from trainer.call_metrics import (
-    EXACT_MATCH,
-    FORMAT_ERROR_RATIO,
-    NAME_ACCURACY,
-    PARAM_ACCURACY,
-    SEQUENCE_MATCH,
-    call_metrics,
-    call_scores,
-    ground_truth_calls,
-    predicted_calls,
-)
+from trainer.contract import EXACT_MATCH, FORMAT_ERROR_RATIO, NAME_ACCURACY, PARAM_ACCURACY, SEQUENCE_MATCH
+from trainer.metrics.calls import call_metrics
+from trainer.protocols.calls import call_scores, ground_truth_calls, predicted_calls
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
 TIMER = {"name": "set_timer", "arguments": {"minutes": 5}}

@@ -145,7 +145,7 @@ def test_progress_line_shows_tool_use_per_difficulty_when_the_step_has_it() -> N
 
 def test_cold_start_trains_saves_and_reports_the_tiny_model(tmp_path: Path, monkeypatch, capsys) -> None:
     from trainer.cli import main
-    from trainer.models import tiny_cold_start
+    from trainer.models.tiny import cold_start as tiny_cold_start
 
     # A two-step budget stands in for the real four-minute cold start.
     monkeypatch.setattr(tiny_cold_start, "TINY_SFT", tiny_cold_start.SFTBudget(traces=32, batch_size=16))
@@ -158,7 +158,7 @@ def test_cold_start_trains_saves_and_reports_the_tiny_model(tmp_path: Path, monk
 
 def test_cold_start_ship_replaces_the_shipped_model_and_its_report(tmp_path: Path, monkeypatch, capsys) -> None:
     from trainer.cli import main
-    from trainer.models import tiny_cold_start
+    from trainer.models.tiny import cold_start as tiny_cold_start
 
     monkeypatch.setattr(tiny_cold_start, "TINY_SFT", tiny_cold_start.SFTBudget(traces=32, batch_size=16))
     monkeypatch.setattr(tiny_cold_start, "SHIPPED_DIR", tmp_path)
@@ -175,9 +175,10 @@ def test_cold_start_ship_replaces_the_shipped_model_and_its_report(tmp_path: Pat
 
 
 def test_shipping_the_base_model_replaces_only_older_base_models(tmp_path: Path, monkeypatch, capsys) -> None:
-    from trainer.base_corpus import BaseCorpus
     from trainer.cli import main
-    from trainer.models import tiny_base, tiny_cold_start
+    from trainer.models.tiny import base as tiny_base
+    from trainer.models.tiny import cold_start as tiny_cold_start
+    from trainer.models.tiny.base_corpus import BaseCorpus
 
     monkeypatch.setattr(tiny_base, "TINY_BASE", BaseCorpus(traces=32, batch_size=16))
     monkeypatch.setattr(tiny_cold_start, "SHIPPED_DIR", tmp_path)

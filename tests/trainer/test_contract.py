@@ -22,7 +22,7 @@ from trainer.contract import (
     TrajectoryIn,
     is_metric_key,
 )
-from trainer.metrics import ScoredCompletion, step_metrics
+from trainer.metrics.step import ScoredCompletion, step_metrics
 from trainer.trajectory import Completion, RewardResult, ToolExecution
 
 TRAJECTORY = {"step": 1, "prompt_index": 0, "sample_index": 0, "prompt": "2 + 3?", "reward": 1.0, "correct": True}

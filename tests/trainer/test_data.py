@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.data import (
+from trainer.data.datasets import (
     BUILTIN_FILES,
     DatasetError,
     DatasetFormat,
@@ -608,7 +608,7 @@ def test_load_examples_matches_iter_examples(verl_file: Path) -> None:
 
 
 def test_load_dataset_arithmetic_is_the_seeded_generator() -> None:
-    from trainer.synthetic import arithmetic_examples
+    from trainer.data.arithmetic import arithmetic_examples
 
     examples = load_dataset("arithmetic", seed=7, size=20)
     assert examples == arithmetic_examples(20, seed=7)

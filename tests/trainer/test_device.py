@@ -5,8 +5,9 @@ import torch
 
 from tests.model_cache import MODEL_CACHE
 from trainer.config import validate_config
-from trainer.report import Reporter
-from trainer.train import policy_device, run_training
+from trainer.loop.setup import policy_device
+from trainer.loop.train import run_training
+from trainer.report.client import Reporter
 
 GPU = torch.cuda.is_available()
 

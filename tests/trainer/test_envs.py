@@ -9,12 +9,12 @@ import pytest
 
 from tests.trainer.test_rollout import SCRIPTED_LOGPROB, ScriptedEngine
 from trainer.config import ConfigError, RunConfig, validate_config
+from trainer.data.function_calling import TOOLS
 from trainer.envs import ENVIRONMENT_NAMES, get_environment
-from trainer.fc_synthetic import TOOLS
-from trainer.metrics import step_metrics
+from trainer.metrics.step import step_metrics
 from trainer.models import CharTokenizer
 from trainer.protocols import get_protocol
-from trainer.rollout import RolloutSettings, rollout
+from trainer.rollout.multi_turn import RolloutSettings, rollout
 
 WEATHER_TOOLS = [TOOLS["get_weather"].schema(), TOOLS["convert_currency"].schema()]
 CALL = '<think></think>\n<tool_call>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}\n</tool_call>'
@@ -166,7 +166,7 @@ def test_the_tool_state_carries_from_call_to_call_and_stays_out_of_what_the_mode
 
 
 def test_an_artist_chain_looks_the_flight_up_reads_the_result_books_it_and_earns_artists_full_reward(tokenizer):
-    from trainer.fc_chains import tool_chain_examples
+    from trainer.data.tool_chains import tool_chain_examples
     from trainer.rewards import score
 
     (task,) = tool_chain_examples(1, seed=2, level="chain", split="test")

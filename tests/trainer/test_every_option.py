@@ -26,10 +26,12 @@ import pytest
 import torch
 from pydantic import BaseModel
 
-from trainer import cli, report
+from trainer import cli
 from trainer.config import RunConfig, merge_overrides, validate_config
-from trainer.rollout import RolloutResult, RolloutSettings, Trajectory
-from trainer.train import Group, Trainer, run_training
+from trainer.loop.collect import Group
+from trainer.loop.train import Trainer, run_training
+from trainer.report import client as report
+from trainer.rollout.multi_turn import RolloutResult, RolloutSettings, Trajectory
 from trainer.trajectory import Completion
 
 FENCE = "```"
@@ -213,16 +215,16 @@ def lr_curve(ctx: Context, overrides: dict) -> list[float]:
 
 
 def ray_rollout_made(ctx: Context, overrides: dict) -> dict | None:
-    """What the Trainer asks of trainer.ray_rollout.RayRollout (a stand-in: no Ray is started)."""
+    """What the Trainer asks of trainer.rollout.ray.RayRollout (a stand-in: no Ray is started)."""
     made: dict[str, Any] = {}
 
     class RayRollout:
         def __init__(self, model, tokenizer, **kwargs: Any) -> None:
             made.update(kwargs)
 
-    stand_in = types.ModuleType("trainer.ray_rollout")
+    stand_in = types.ModuleType("trainer.rollout.ray")
     stand_in.RayRollout = RayRollout
-    ctx.monkeypatch.setitem(sys.modules, "trainer.ray_rollout", stand_in)
+    ctx.monkeypatch.setitem(sys.modules, "trainer.rollout.ray", stand_in)
     ctx.trainer(overrides)
     made.pop("log", None)
     return made or None

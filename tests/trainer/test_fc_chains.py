@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from trainer.data import load_dataset
-from trainer.fc_chains import CHAIN_FLAWS, tool_chain_examples, tool_chain_traces
-from trainer.fc_synthetic import TOOLS
-from trainer.fc_tools import execute_calls
+from trainer.data.datasets import load_dataset
+from trainer.data.function_calling import TOOLS
+from trainer.data.sft_traces import parse_record
+from trainer.data.tool_chains import tool_chain_examples
+from trainer.envs.tools.run import execute_calls
 from trainer.rewards import score
-from trainer.sft_data import parse_record
+from trainer.sft.traces.tool_chains import CHAIN_FLAWS, tool_chain_traces
 from trainer.trajectory import Completion, ToolExecution
 
 

@@ -29,13 +29,14 @@ from tests.tool_n1_data import (
     tool_n1_table,
     write_tool_n1_parquet,
 )
-from trainer.call_metrics import EXACT_MATCH, call_scores, ground_truth_calls
 from trainer.config import validate_config
-from trainer.data import BUILTIN_FILES, DatasetError, load_dataset
-from trainer.prompts import apply_template
-from trainer.report import Reporter
+from trainer.contract import EXACT_MATCH
+from trainer.data.datasets import BUILTIN_FILES, DatasetError, load_dataset
+from trainer.loop.train import run_training
+from trainer.protocols.calls import call_scores, ground_truth_calls
+from trainer.protocols.prompts import apply_template
+from trainer.report.client import Reporter
 from trainer.rewards import score
-from trainer.train import run_training
 from trainer.trajectory import Example
 
 TOOLRL_TEST = BUILTIN_FILES["toolrl-test"].path

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from trainer.data import DatasetError, dataset_misuse, load_dataset
-from trainer.fc_synthetic import CATALOGUE, TOOLS, function_calling_examples
+from trainer.data.datasets import DatasetError, dataset_misuse, load_dataset
+from trainer.data.function_calling import CATALOGUE, TOOLS, function_calling_examples
 from trainer.rewards import score
 
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from trainer.fc_synthetic import CATALOGUE, TOOLS, function_calling_examples
-from trainer.fc_tools import MALFORMED, execute_calls
+from trainer.data.function_calling import CATALOGUE, TOOLS, function_calling_examples
+from trainer.envs.tools.run import MALFORMED, execute_calls
 
 SCHEMAS = [tool.schema() for tool in CATALOGUE]
 

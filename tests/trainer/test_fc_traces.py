@@ -3,13 +3,13 @@ values weighted -- and scored right by ToolRL's reward."""
 
 import json
 
-from trainer.fc_synthetic import function_calling_examples
-from trainer.fc_traces import function_calling_traces
+from trainer.data.function_calling import function_calling_examples
+from trainer.data.sft_traces import parse_record
 from trainer.models import build_tiny_model
-from trainer.prompts import prompt_text
+from trainer.protocols.prompts import prompt_text
 from trainer.rewards import score
-from trainer.sft import encode_trace
-from trainer.sft_data import parse_record
+from trainer.sft.traces.function_calling import function_calling_traces
+from trainer.sft.train import encode_trace
 
 
 def test_each_trace_makes_its_examples_calls_in_toolrls_layout_and_scores_full_marks() -> None:

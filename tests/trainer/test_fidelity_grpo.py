@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import trainer.train as train_module
+import trainer.loop.update as update_module
 from tests.model_cache import MODEL_CACHE
 from trainer.config import ConfigError, validate_config
 from trainer.grpo import group_advantages, k3_kl, policy_loss
-from trainer.rollout import Trajectory
-from trainer.train import Group, Trainer
+from trainer.loop.collect import Group
+from trainer.loop.train import Trainer
+from trainer.rollout.multi_turn import Trajectory
 from trainer.trajectory import Completion, Example, RewardResult
 
 CLIP = {"clip_low": 0.2, "clip_high": 0.28}
@@ -218,7 +219,7 @@ def _record(trainer: Trainer, monkeypatch) -> tuple[list[int], list[dict]]:
         calls.append({"drift": drift, **stats})
         return loss, stats
 
-    monkeypatch.setattr(train_module, "policy_loss", recorded_loss)
+    monkeypatch.setattr(update_module, "policy_loss", recorded_loss)
     return steps, calls
 
 

@@ -15,15 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import trainer.data as data
-import trainer.prompts as prompts
-import trainer.sft as sft
+import trainer.data.datasets as data
+import trainer.protocols.prompts as prompts
+import trainer.sft.train as sft
 from trainer.cli import main
 from trainer.config import ConfigError, validate_config
+from trainer.data.sft_traces import SFTRow
+from trainer.loop.train import Trainer
 from trainer.models import CharTokenizer
-from trainer.report import Reporter
-from trainer.sft_data import SFTRow
-from trainer.train import Trainer
+from trainer.report.client import Reporter
 from trainer.trajectory import Example
 
 # ToRL's own test.parquet rows: a system message ToRL discards, then the question as chat[1]

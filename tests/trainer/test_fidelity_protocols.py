@@ -18,7 +18,7 @@ from trainer.config import ConfigError, validate_config
 from trainer.models import CharTokenizer
 from trainer.presets import preset_config
 from trainer.protocols import get_protocol
-from trainer.rollout import RolloutSettings, Trajectory, rollout
+from trainer.rollout.multi_turn import RolloutSettings, Trajectory, rollout
 
 PROMPT = "Q\n"
 TORL_EMPTY = "timeout_decorator.timeout_decorator.TimeoutError: 'Timed Out'"

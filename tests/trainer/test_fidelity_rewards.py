@@ -10,9 +10,10 @@ import math
 import pytest
 
 from trainer.config import RunConfig
+from trainer.loop.collect import Group
+from trainer.loop.train import Trainer
 from trainer.rewards import RewardParamsError, RewardState, score, score_group
-from trainer.rollout import Trajectory
-from trainer.train import Group, Trainer
+from trainer.rollout.multi_turn import Trajectory
 from trainer.trajectory import Completion, Example, ToolExecution
 
 FENCE = "```"

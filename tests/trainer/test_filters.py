@@ -14,7 +14,7 @@ import pytest
 
 from tests.model_cache import MODEL_CACHE
 from trainer.config import FilterConfig, validate_config
-from trainer.filters import (
+from trainer.loop.filters import (
     DROPPED_GROUPS_ACCURACY_MAX,
     DROPPED_GROUPS_ACCURACY_MIN,
     DROPPED_GROUPS_SAME_REWARD,
@@ -27,11 +27,11 @@ from trainer.filters import (
     sample_drop_reasons,
     trigram_repetition,
 )
+from trainer.loop.train import run_training
 from trainer.protocols import get_protocol
-from trainer.report import Reporter
+from trainer.report.client import Reporter
 from trainer.rewards import score
-from trainer.rollout import Trajectory
-from trainer.train import run_training
+from trainer.rollout.multi_turn import Trajectory
 from trainer.trajectory import Completion, RewardResult, ToolExecution
 
 FENCE = "```"

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from trainer import protocols
-from trainer.metrics import (
+from trainer.metrics.step import (
     SUBSET_METRICS,
     ScoredCompletion,
     pass_at_k,

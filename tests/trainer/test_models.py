@@ -3,7 +3,8 @@ import threading
 import torch
 
 from trainer.config import TINY_MODEL
-from trainer.models import CharTokenizer, build_tiny_model, load_policy, tiny_checkpoint, tiny_cold_start
+from trainer.models import CharTokenizer, build_tiny_model, load_policy, tiny_checkpoint
+from trainer.models.tiny import cold_start as tiny_cold_start
 
 
 def test_tokenizer_round_trips_printable_ascii_and_newlines() -> None:

@@ -74,7 +74,7 @@ def test_smollm2_preset_runs_torl_on_gsm8k_with_a_cpu_sized_batch():
 
 
 def test_quickstart_sft_is_the_quickstart_with_the_shipped_models_recipe_as_its_sft_phase():
-    from trainer.models.tiny_cold_start import TINY_SEED, TINY_SFT
+    from trainer.models.tiny.cold_start import TINY_SEED, TINY_SFT
 
     config, quickstart = preset_config("quickstart-sft"), preset_config("quickstart")
     assert config.model.name_or_path == "tirlab/tiny-char-init"
@@ -181,7 +181,7 @@ def test_an_unknown_preset_names_the_known_ones():
 
 
 # The papers whose released training script we could read. Each preset spells out every value tirlab has a
-# field for, cited in trainer/presets.py, so that a change of tirlab's defaults cannot change a paper preset.
+# field for, cited in trainer/presets/, so that a change of tirlab's defaults cannot change a paper preset.
 SCRIPTED = ["torl", "zerotir", "retool", "toolrl", "tool-n1"]
 SPELLED_OUT = {
     "model": {"name_or_path", "dtype"},

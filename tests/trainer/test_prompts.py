@@ -2,7 +2,13 @@ import json
 
 import pytest
 
-from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, apply_template, resolve_template
+from trainer.protocols.prompts import (
+    DEFAULT_TEMPLATES,
+    TEMPLATES,
+    PromptTemplateError,
+    apply_template,
+    resolve_template,
+)
 from trainer.trajectory import Example
 
 WEATHER = {

@@ -17,7 +17,7 @@ def ok(output: str) -> ToolExecution:
 
 
 def test_protocol_names() -> None:
-    assert PROTOCOL_NAMES == ("python_markdown", "retool", "artist", "tool_call_json", "artist_fc")
+    assert PROTOCOL_NAMES == ("artist", "artist_fc", "python_markdown", "retool", "tool_call_json")
 
 
 def test_unknown_protocol_names_the_choices() -> None:
@@ -339,6 +339,6 @@ def test_zerotir_feedback_needs_a_token_counter() -> None:
 
 
 def test_protocols_default_to_tirlab_feedback_the_cold_start_was_trained_on() -> None:
-    # trainer.sft writes the tiny model's cold-start traces with the default.
+    # trainer.sft.train writes the tiny model's cold-start traces with the default.
     assert PM.append_output(CODE, ok("")) == PM.append_output(CODE, ok(""), feedback=Feedback("tirlab"))
     assert EMPTY_OUTPUT in PM.append_output(CODE, ok(""))

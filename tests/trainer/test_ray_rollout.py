@@ -17,9 +17,9 @@ import pytest
 import ray
 
 from trainer.config import validate_config
-from trainer.ray_rollout import connect_ray
-from trainer.report import Reporter
-from trainer.train import Trainer
+from trainer.loop.train import Trainer
+from trainer.report.client import Reporter
+from trainer.rollout.ray import connect_ray
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 3

@@ -21,7 +21,7 @@ from trainer.contract import (
     RunStatus,
     TrajectoryIn,
 )
-from trainer.report import (
+from trainer.report.client import (
     LOG_FILE,
     METRICS_FILE,
     PHASE_FILE,
@@ -475,7 +475,7 @@ def test_a_phase_the_contract_refuses_is_refused_at_once(tmp_path, name, done, t
 def test_a_training_run_reports_its_rl_steps_as_a_phase_with_an_eta(tmp_path, random_tiny):
     from tests.model_cache import MODEL_CACHE
     from trainer.config import validate_config
-    from trainer.train import run_training
+    from trainer.loop.train import run_training
 
     config = {
         "model": {"name_or_path": str(random_tiny)},

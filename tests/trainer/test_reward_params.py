@@ -1,4 +1,4 @@
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 
@@ -11,7 +11,7 @@ from trainer.rewards import (
     reward_params_schema,
     validate_reward_params,
 )
-from trainer.rewards.params import TermRewardName
+from trainer.rewards.weighted import term_rewards
 
 
 def _errors(name: Any, params: Any) -> dict[str, list[str]]:
@@ -20,23 +20,15 @@ def _errors(name: Any, params: Any) -> dict[str, list[str]]:
     return info.value.errors
 
 
-def test_reward_names_are_in_documented_order() -> None:
-    assert REWARD_NAMES == (
-        "torl",
-        "retool",
-        "otc_ppo",
-        "otc_grpo",
-        "toolrl",
-        "tool_n1",
-        "zerotir",
-        "artist",
-        "artist_fc",
-        "weighted",
-    )
+def test_every_papers_reward_is_registered_by_name_and_the_combinator_comes_last() -> None:
+    papers = ("artist", "artist_fc", "otc_grpo", "otc_ppo", "retool", "tool_n1", "toolrl", "torl", "zerotir")
+    assert REWARD_NAMES == (*papers, "weighted")
 
 
 def test_weighted_terms_accept_every_reward_but_weighted() -> None:
-    assert set(get_args(TermRewardName)) == set(REWARD_NAMES) - {"weighted"}
+    assert set(term_rewards()) == set(REWARD_NAMES) - {"weighted"}
+    term_schema = reward_params_schema("weighted")["$defs"]["WeightedTerm"]["properties"]["name"]
+    assert set(term_schema["enum"]) == set(REWARD_NAMES) - {"weighted"}
 
 
 def test_every_reward_has_a_description() -> None:

@@ -4,7 +4,7 @@ import pytest
 
 from trainer.contract import is_metric_key
 from trainer.rewards import REWARD_NAMES, RewardParamsError, RewardState, score, score_group
-from trainer.rewards.base import registered_names
+from trainer.rewards.base import REWARDS
 from trainer.trajectory import Completion, RewardResult, ToolExecution
 
 RIGHT = "```python\nprint(6 * 7)\n```\n```output\n42\n```\nSo the answer is \\boxed{42}."
@@ -12,7 +12,7 @@ WRONG = "I guess \\boxed{41}."
 
 
 def test_every_reward_name_is_registered() -> None:
-    assert set(registered_names()) == set(REWARD_NAMES)
+    assert set(REWARDS.names()) == set(REWARD_NAMES)
 
 
 @pytest.mark.parametrize("name", REWARD_NAMES)

@@ -18,7 +18,7 @@ from trainer.engines import GenerationOutput, GenerationRequest
 from trainer.engines.hf import HFEngine
 from trainer.models import CharTokenizer, build_tiny_model
 from trainer.protocols import get_protocol
-from trainer.rollout import RolloutSettings, rollout
+from trainer.rollout.multi_turn import RolloutSettings, rollout
 
 SCRIPTED_LOGPROB = -0.25
 CALL_42 = "Let me compute.\n```python\nprint(6*7)\n```\n```output"

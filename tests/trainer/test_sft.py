@@ -2,12 +2,12 @@ import re
 
 import pytest
 
+from trainer.data.arithmetic import arithmetic_examples
+from trainer.data.sft_traces import parse_rows
 from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
-from trainer.prompts import prompt_text
-from trainer.sft import encode_trace, evaluate, sft_train
-from trainer.sft_data import parse_rows
-from trainer.sft_traces import choice_position, tool_use_traces
-from trainer.synthetic import arithmetic_examples
+from trainer.protocols.prompts import prompt_text
+from trainer.sft.traces.arithmetic import choice_position, tool_use_traces
+from trainer.sft.train import encode_trace, evaluate, sft_train
 
 PROTOCOL = "python_markdown"
 

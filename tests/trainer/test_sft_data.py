@@ -5,8 +5,8 @@ import pytest
 
 from trainer.config import BUILTIN_SFT_TRACES
 from trainer.models import TINY_PROMPT_TEMPLATE, build_tiny_model
-from trainer.sft import encode_trace
-from trainer.sft_data import BUILTIN_TRACES, SFTDataError, load_sft_dataset
+from trainer.sft.data import BUILTIN_TRACES, SFTDataError, load_sft_dataset
+from trainer.sft.train import encode_trace
 
 
 def _write(path: Path, rows: list) -> Path:

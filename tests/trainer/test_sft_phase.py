@@ -12,9 +12,9 @@ import torch
 from tests.model_cache import MODEL_CACHE
 from trainer.cli import main
 from trainer.config import TINY_INIT_MODEL, validate_config
+from trainer.data.sft_traces import SFTDataError
+from trainer.loop.train import Trainer
 from trainer.models import load_policy
-from trainer.sft_data import SFTDataError
-from trainer.train import Trainer
 
 
 class PhaseRecorder:

@@ -1,4 +1,4 @@
-"""SFT traces as a dataset file: detected, validated by trainer.sft_data's parser, their protocol named,
+"""SFT traces as a dataset file: detected, validated by trainer.sft.data's parser, their protocol named,
 and refused where problems for RL are read (and problems refused where traces are)."""
 
 import json
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trainer.config import BUILTIN_SFT_TRACES
-from trainer.data import (
+from trainer.data.datasets import (
     BUILTIN_DATASETS,
     DatasetError,
     DatasetFormat,
@@ -18,7 +18,7 @@ from trainer.data import (
     iter_traces,
     load_dataset,
 )
-from trainer.sft_data import builtin_trace_rows, load_sft_dataset
+from trainer.sft.data import builtin_trace_rows, load_sft_dataset
 
 RETOOL_PAIR = {
     "prompt": [{"role": "user", "content": "What is 47 * 83?"}],

@@ -9,16 +9,16 @@ import pytest
 
 from trainer.config import TINY_BASE_MODEL, TINY_MODEL
 from trainer.models import load_policy
-from trainer.models.tiny_artist import ARTIST
-from trainer.models.tiny_base import SHIP_COMMAND, base_fingerprint, shipped_base
-from trainer.models.tiny_cold_start import (
+from trainer.models.tiny.artist import ARTIST
+from trainer.models.tiny.base import SHIP_COMMAND, base_fingerprint, shipped_base
+from trainer.models.tiny.cold_start import (
     SHIPPED_DIR,
     SHIPPED_REPORT,
     evaluate_cold_start,
     shipped_checkpoint,
     tiny_fingerprint,
 )
-from trainer.models.tiny_fc import ARTIST_FC, FC, TOOL_N1, TOOLRL
+from trainer.models.tiny.function_calling import ARTIST_FC, FC, TOOL_N1, TOOLRL
 
 REBUILD = "python -m trainer cold-start --ship"
 
@@ -78,7 +78,7 @@ def test_it_does_what_its_report_says(shipped: Path, tmp_path: Path) -> None:
     # a problem or two apart where float reductions round differently.
     for key in ("accuracy", "tool_use"):
         assert measured["greedy"]["all"][key] == pytest.approx(report["greedy"]["all"][key], abs=0.03), key
-    # What GRPO needs from it (trainer.models.tiny_cold_start.SFTBudget): easy problems answered,
+    # What GRPO needs from it (trainer.models.tiny.cold_start.SFTBudget): easy problems answered,
     # hard ones mostly only through the tool, and a policy still undecided about calling it.
     sampled = measured["sampled_t1"]
     assert sampled["easy"]["accuracy"] >= 0.9
@@ -98,7 +98,7 @@ def test_the_base_model_is_loaded_without_training_and_does_what_its_report_says
     measured = evaluate_cold_start(model, tokenizer, eval_size=report["eval_size"], max_new_tokens=160)
     for key in ("accuracy", "tool_use"):
         assert measured["greedy"]["all"][key] == pytest.approx(report["greedy"]["all"][key], abs=0.03), key
-    # What zero RL needs from it (trainer.base_corpus): easy problems answered in text, hard ones not,
+    # What zero RL needs from it (trainer.models.tiny.base_corpus): easy problems answered in text, hard ones not,
     # and code written rarely, so that RL has something to find and a long way to take it.
     sampled = measured["sampled_t1"]
     assert sampled["easy"]["accuracy"] >= 0.8
@@ -107,11 +107,11 @@ def test_the_base_model_is_loaded_without_training_and_does_what_its_report_says
 
 
 def test_the_json_call_models_load_without_training_and_call_in_their_layouts(tmp_path: Path) -> None:
-    from trainer.call_metrics import call_scores
-    from trainer.fc_synthetic import function_calling_examples
-    from trainer.prompts import prompt_text
+    from trainer.data.function_calling import function_calling_examples
+    from trainer.metrics.calls import call_scores
+    from trainer.protocols.prompts import prompt_text
     from trainer.rewards import score
-    from trainer.sft import _continue
+    from trainer.sft.train import _continue
 
     examples = function_calling_examples(40, seed=0, level="mixed", split="test")
     for recipe in (FC, TOOLRL, TOOL_N1):
@@ -129,7 +129,8 @@ def test_the_json_call_models_load_without_training_and_call_in_their_layouts(tm
             # Greedy, measured on these 40 requests: exact calls 0.475, format errors 0.15.
             assert exact >= 0.3 and format_errors <= 0.3
         else:
-            # The minis' starts keep their flaws (trainer.fc_traces.MINI_FLAWS) for RL to fix: measured exact
+            # The minis' starts keep their flaws (trainer.sft.traces.function_calling.MINI_FLAWS) for RL to fix:
+            # measured exact
             # calls 0.275 and 0.15, format errors 0.65 and 0.725 (Python-style calls, mostly).
             assert exact >= 0.05 and format_errors >= 0.4, recipe.name
         # Each in its paper's layout: Tool-N1's reward pays only the list layout's exact calls.

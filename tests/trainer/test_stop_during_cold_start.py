@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # `python -m trainer ARGS` as it runs while a changed recipe has no shipped cold start yet.
 WITHOUT_SHIPPED_COLD_START = (
-    "import sys; from pathlib import Path; import trainer.models.tiny_cold_start as cold_start; "
+    "import sys; from pathlib import Path; import trainer.models.tiny.cold_start as cold_start; "
     "cold_start.SHIPPED_DIR = Path(sys.argv[1]); from trainer.cli import main; raise SystemExit(main(sys.argv[2:]))"
 )
 

@@ -3,7 +3,7 @@ from collections import Counter
 
 import pytest
 
-from trainer.synthetic import _evaluate, arithmetic_examples
+from trainer.data.arithmetic import _evaluate, arithmetic_examples
 
 EASY = re.compile(r"What is (\d) ([-+*]) (\d)\?")
 HARD = re.compile(r"What is (\d{2}) \* (\d{2})\?")

@@ -1,6 +1,7 @@
 """tool-n1-mini, run whole: Tool-N1's binary reward raises the exact-match rate of JSON calls from the cold start.
 
-`python -m trainer run --preset tool-n1-mini` starts from 'tirlab/tiny-char-tool-n1' (trainer.models.tiny_fc:
+`python -m trainer run --preset tool-n1-mini` starts from 'tirlab/tiny-char-tool-n1'
+(trainer.models.tiny.function_calling:
 the JSON-call model taught Tool-N1's layout, one JSON list of {"name", "arguments"}, on traces with the same
 flaws as toolrl-mini's start) and trains it at temperature 0.7 with Tool-N1's reward: 1 when the response
 has its <think> block and its calls equal the ground truth's, else 0. The test asserts from the run's own

@@ -1,8 +1,9 @@
 """toolrl-mini, run whole: ToolRL's reward takes the tiny model's JSON calls from a flawed start to exact calls.
 
-`python -m trainer run --preset toolrl-mini` starts from 'tirlab/tiny-char-toolrl' (trainer.models.tiny_fc:
+`python -m trainer run --preset toolrl-mini` starts from 'tirlab/tiny-char-toolrl'
+(trainer.models.tiny.function_calling:
 the JSON-call model fine-tuned on traces that leave out the <think> block, write calls as Python or drop a
-second call, trainer.fc_traces.MINI_FLAWS) and trains it with ToolRL's reward (format in [0, 1],
+second call, trainer.sft.traces.function_calling.MINI_FLAWS) and trains it with ToolRL's reward (format in [0, 1],
 fine-grained correctness in [-3, 3], constant schedule) on generated function-calling requests. The test
 asserts from the run's own metrics what ToolRL reports: exact calls and the correctness component rise,
 format errors fall.

@@ -13,11 +13,13 @@ from pydantic import ValidationError
 from tests.model_cache import MODEL_CACHE
 from trainer.config import validate_config
 from trainer.contract import ChatMessage, IngestBatch, TrajectoryIn
+from trainer.loop.collect import Group
+from trainer.loop.train import run_training
 from trainer.protocols import PROTOCOL_NAMES, get_protocol
-from trainer.report import Reporter
+from trainer.report.client import Reporter
+from trainer.report.trajectories import trajectory_report
 from trainer.rewards import score_group
-from trainer.rollout import Trajectory
-from trainer.train import Group, run_training, trajectory_report
+from trainer.rollout.multi_turn import Trajectory
 from trainer.trajectory import Completion, Example, RewardResult, ToolExecution
 
 
@@ -97,7 +99,7 @@ def test_a_function_calling_run_reports_its_calls_against_the_ground_truth(rando
     # And per difficulty, named as the other subset metrics are: validation is all easy.
     assert values["val/easy/calls/format_error_ratio"] == 1.0 and "val/hard/calls/exact_match" not in values
     assert any(f"train/{level}/calls/exact_match" in values for level in ("easy", "hard"))
-    # The prompt listed the offered tools as signatures (trainer.prompts, 'tool-signatures').
+    # The prompt listed the offered tools as signatures (trainer.protocols.prompts, 'tool-signatures').
     reported = read_jsonl(tmp_path / "trajectories.jsonl")[0]
     assert "(" in json.dumps(reported["prompt"]) and ": string" in json.dumps(reported["prompt"])
 
@@ -140,7 +142,7 @@ def reported(protocol_name: str, *, reward: RewardResult | None = None) -> Traje
         terms = {"terms": [{"name": "torl"}, {"name": "torl", "weight": 2}]}  # components torl and torl@2
         (reward,) = score_group("weighted", [completion], "42", params=terms)
     group = Group(index=3, example=example, trajectories=[trajectory], rewards=[reward])
-    return trajectory_report(group, 0, trajectory, reward, 0, 5, protocol)
+    return trajectory_report(group.example, 0, trajectory, reward, 0, 5, protocol)
 
 
 @pytest.mark.parametrize("protocol_name", PROTOCOL_NAMES)
@@ -163,7 +165,7 @@ def test_a_reported_trajectory_shows_the_prompt_the_model_saw_and_the_answer_it_
     """A raw template's text is what the model continued, so the rollout view shows that text, not
     the dataset row; and ToRL's reward reads the last box of the whole response (a box printed by
     the code counts), so the answer shown is the one scored."""
-    from trainer.prompts import build_prompt
+    from trainer.protocols.prompts import build_prompt
 
     protocol = get_protocol("python_markdown")
     execution = ToolExecution(call="print('\\\\boxed{42}')", status="ok", output="\\boxed{42}", duration_ms=3)
@@ -177,11 +179,11 @@ def test_a_reported_trajectory_shows_the_prompt_the_model_saw_and_the_answer_it_
     (reward,) = score_group("torl", [completion], "42")
     group = Group(index=0, example=example, trajectories=[trajectory], rewards=[reward])
     raw = build_prompt(example, "python_markdown", "torl")
-    report = trajectory_report(group, 0, trajectory, reward, 0, 5, protocol, raw)
+    report = trajectory_report(group.example, 0, trajectory, reward, 0, 5, protocol, raw)
     assert report.prompt == raw.text and report.prompt.endswith("\n6 * 7?\nAssistant:\n")
     assert reward.total == 1.0 and report.final_answer == "42"
     chat = build_prompt(example, "python_markdown", "torl-chat")
-    report = trajectory_report(group, 0, trajectory, reward, 0, 5, protocol, chat)
+    report = trajectory_report(group.example, 0, trajectory, reward, 0, 5, protocol, chat)
     assert [m.role for m in report.prompt] == ["system", "user"]
     assert report.prompt[0].content != "Please reason step by step."  # the template's system prompt
 
@@ -193,20 +195,20 @@ def test_old_log_probs_taken_from_the_updates_first_pass_change_no_number(
     """On-policy, the first mini-batch's old log-probs come from the update's own first forward pass
     rather than a pass of their own: every metric of the run is what the separate pass gives, with
     one forward pass fewer per micro-batch of that mini-batch."""
-    import trainer.train as train_module
+    import trainer.loop.update as update_module
 
     config = small_config(str(random_tiny), optim={"learning_rate": 1e-3, "mini_batch_prompts": mini_batch_prompts})
     passes: list[int] = []
-    logprobs = train_module.Trainer._logprobs
+    logprobs = update_module.GRPOUpdate.logprobs
 
     def counted(self, model, batch):
         passes[-1] += 1
         return logprobs(self, model, batch)
 
-    monkeypatch.setattr(train_module.Trainer, "_logprobs", counted)
+    monkeypatch.setattr(update_module.GRPOUpdate, "logprobs", counted)
     runs = {}
     for shortcut in (True, False):
-        monkeypatch.setattr(train_module, "_without_dropout", lambda model, shortcut=shortcut: shortcut)
+        monkeypatch.setattr(update_module, "without_dropout", lambda model, shortcut=shortcut: shortcut)
         passes.append(0)
         train(config, tmp_path / str(shortcut))
         runs[shortcut] = [
@@ -221,13 +223,13 @@ def test_old_log_probs_taken_from_the_updates_first_pass_change_no_number(
 
 
 def test_a_model_with_dropout_computes_its_old_log_probs_in_a_pass_of_their_own():
+    from trainer.loop.update import without_dropout
     from trainer.models import build_tiny_model
-    from trainer.train import _without_dropout
 
     model, _ = build_tiny_model(seed=0)
-    assert _without_dropout(model)
+    assert without_dropout(model)
     model.config.attention_dropout = 0.1
-    assert not _without_dropout(model)
+    assert not without_dropout(model)
     model.config.attention_dropout = 0.0
     model.model.layers[0].mlp.add_module("dropout", torch.nn.Dropout(0.2))
-    assert not _without_dropout(model)
+    assert not without_dropout(model)

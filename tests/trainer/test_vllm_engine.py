@@ -407,18 +407,18 @@ def test_invalid_requests_are_refused_before_the_engine_sees_them():
     ],
 )
 def test_trainer_says_which_vllm_requirement_is_missing(monkeypatch, has_vllm, has_gpu, says):
-    from trainer import train
     from trainer.config import RunConfig
+    from trainer.loop import setup
 
-    find_spec = train.importlib.util.find_spec
+    find_spec = setup.importlib.util.find_spec
     monkeypatch.setattr(
-        train.importlib.util,
+        setup.importlib.util,
         "find_spec",
         lambda name, *a: (object() if has_vllm else None) if name == "vllm" else find_spec(name, *a),
     )
-    monkeypatch.setattr(train.torch.cuda, "is_available", lambda: has_gpu)
+    monkeypatch.setattr(setup.torch.cuda, "is_available", lambda: has_gpu)
     with pytest.raises(ValueError, match="vLLM engine needs a GPU") as caught:
-        train.check_vllm_available(
+        setup.check_vllm_available(
             RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": "some/model"}})
         )
     for text in says:
@@ -430,17 +430,17 @@ def test_trainer_says_which_vllm_requirement_is_missing(monkeypatch, has_vllm, h
 
 
 def test_trainer_refuses_vllm_with_the_tiny_model_or_ray_rollouts(monkeypatch):
-    from trainer import train
     from trainer.config import TINY_MODEL, RunConfig
+    from trainer.loop import setup
 
-    monkeypatch.setattr(train.importlib.util, "find_spec", lambda name, *a: object())
-    monkeypatch.setattr(train.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(setup.importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(setup.torch.cuda, "is_available", lambda: True)
     with pytest.raises(ValueError, match="character tokenizer"):
-        train.check_vllm_available(RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": TINY_MODEL}}))
+        setup.check_vllm_available(RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": TINY_MODEL}}))
     ray = {"engine": "vllm", "model": {"name_or_path": "some/model"}, "rollout": {"backend": "ray"}}
     with pytest.raises(ValueError, match="backend 'local'"):
-        train.check_vllm_available(RunConfig.model_validate(ray))
-    train.check_vllm_available(RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": "some/model"}}))
+        setup.check_vllm_available(RunConfig.model_validate(ray))
+    setup.check_vllm_available(RunConfig.model_validate({"engine": "vllm", "model": {"name_or_path": "some/model"}}))
 
 
 # -- end to end, where vllm and a GPU exist -------------------------------------------------------

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from tests.webapp.conftest import client_for
-from trainer.data import BUILTIN_FILES, load_dataset
+from trainer.data.datasets import BUILTIN_FILES, load_dataset
 from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_create_from_upload

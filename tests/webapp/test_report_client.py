@@ -6,7 +6,7 @@ import time
 import pytest
 
 from trainer.contract import RunStatus, TrajectoryIn
-from trainer.report import Reporter
+from trainer.report.client import Reporter
 from webapp.runs.models import MetricStep, Run, RunLogLine, Trajectory
 from webapp.runs.services import run_create
 from webapp.runs.transitions import run_transition

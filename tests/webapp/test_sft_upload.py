@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from trainer.config import BUILTIN_SFT_TRACES
-from trainer.sft_data import load_sft_dataset
+from trainer.sft.data import load_sft_dataset
 from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
 from webapp.runs.models import Run

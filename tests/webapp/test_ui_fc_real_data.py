@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from tests.tool_n1_data import tool_n1_parquet_bytes
-from trainer.data import BUILTIN_FILES
+from trainer.data.datasets import BUILTIN_FILES
 from webapp.datasets.models import Dataset
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ call does. An environment owns:
 - the text fed back after it, which the rollout appends as tool text (masked from the loss),
 - the per-trajectory state of a multi-turn task (`CallContext.state`, one dict per trajectory).
 
-The rollout (trainer.rollout) asks the run's environment at each stop; everything else about a
+The rollout (trainer.rollout.multi_turn) asks the run's environment at each stop; everything else about a
 trajectory -- tokens, masks, the length budget -- stays the rollout's.
 """
 
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from typing import Protocol as TypingProtocol
 
 import sandbox
-from trainer.protocols import Feedback, Protocol
+from trainer.protocols.base import Protocol
+from trainer.protocols.feedback import Feedback
+from trainer.registry import Registry
 from trainer.trajectory import ToolExecution
 
 
@@ -50,11 +52,10 @@ class CallContext:
 
 
 class Environment(ABC):
-    """Base of the environments; one stateless instance each, registered by `name`."""
+    """Base of the environments; one stateless instance each, registered by `name` (`@register_environment`).
+    Which protocols' calls it runs is each protocol's `environments`."""
 
     name: ClassVar[str]
-    # The protocols whose calls it runs (the config refuses other pairs).
-    protocols: ClassVar[tuple[str, ...]]
     description: ClassVar[str]
 
     @abstractmethod
@@ -73,3 +74,18 @@ class Environment(ABC):
     ) -> str:
         """`stopped` followed by what is fed back for `execution`: the text the next turn continues."""
         raise RuntimeError(f"the {self.name!r} environment runs no calls: it stops generation for none")
+
+
+E = TypeVar("E", bound=type[Environment])
+ENVIRONMENTS: Registry[Environment] = Registry("environment", "trainer.envs")
+
+
+def register_environment(cls: E) -> E:
+    """Register the environment class `cls` under its `name` (a class decorator, in the environment's own module)."""
+    ENVIRONMENTS.register(cls.name, cls())
+    return cls
+
+
+def get_environment(name: str) -> Environment:
+    """The environment called `name`; UnknownName (a ValueError listing the names) otherwise."""
+    return ENVIRONMENTS.get(name)

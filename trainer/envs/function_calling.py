@@ -1,5 +1,5 @@
 """`function_calling`: a call is a `<tool_call>` block of JSON calls, run against the offered tools'
-implementations in the sandbox (trainer.fc_tools); the results come back in a `<tool_response>` block,
+implementations in the sandbox (trainer.envs.tools.run); the results come back in a `<tool_response>` block,
 one JSON line per call, and the model goes on -- the multi-turn setting of ARTIST's function-calling
 experiments, where the called functions return results the model must use.
 
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from trainer.envs.base import CallContext, Environment
-from trainer.fc_tools import execute_calls
-from trainer.protocols import Feedback, Protocol
+from trainer.envs.base import CallContext, Environment, register_environment
+from trainer.envs.tools.run import execute_calls
+from trainer.protocols.base import Protocol
+from trainer.protocols.feedback import Feedback
 from trainer.trajectory import ToolExecution
 
 NO_TOOLS = "Error: this example offers no tools"
@@ -32,9 +33,9 @@ def _closed(protocol: Protocol, stopped: str) -> str:
     return stopped if stopped.endswith(end) else stopped + end
 
 
+@register_environment
 class FunctionCallingEnvironment(Environment):
     name: ClassVar[str] = "function_calling"
-    protocols: ClassVar[tuple[str, ...]] = ("tool_call_json", "artist_fc")
     description: ClassVar[str] = "each <tool_call> block runs against the offered tools; results come back"
 
     def stop_strings(self, protocol: Protocol, calls_made: int, budget: int | None) -> list[str]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from trainer.envs.base import Environment
-from trainer.protocols import Protocol
+from trainer.envs.base import Environment, register_environment
+from trainer.protocols.base import Protocol
 
 
+@register_environment
 class NoEnvironment(Environment):
     name: ClassVar[str] = "none"
-    protocols: ClassVar[tuple[str, ...]] = ("tool_call_json",)
     description: ClassVar[str] = "single step: the calls are scored as written, nothing runs"
 
     def stop_strings(self, protocol: Protocol, calls_made: int, budget: int | None) -> list[str]:

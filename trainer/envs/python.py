@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from trainer.envs.base import CallContext, Environment
-from trainer.protocols import Feedback, Protocol
+from trainer.envs.base import CallContext, Environment, register_environment
+from trainer.protocols.base import Protocol
+from trainer.protocols.feedback import Feedback
 from trainer.trajectory import ToolExecution
 
 NO_CODE_OUTPUT = "SyntaxError: no complete code block"
@@ -28,9 +29,9 @@ async def execute_code(code: str | None, protocol: Protocol, context: CallContex
     )
 
 
+@register_environment
 class PythonEnvironment(Environment):
     name: ClassVar[str] = "python"
-    protocols: ClassVar[tuple[str, ...]] = ("python_markdown", "retool", "artist")
     description: ClassVar[str] = "each call is Python code, run in the sandbox; its output is fed back"
 
     def stop_strings(self, protocol: Protocol, calls_made: int, budget: int | None) -> list[str]:

@@ -3,14 +3,14 @@ Hugging Face models."""
 
 from trainer.models.loading import DEFAULT_CACHE_DIR, load_policy
 from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
-from trainer.models.tiny import (
+from trainer.models.tiny.cold_start import tiny_checkpoint
+from trainer.models.tiny.model import (
     CHAT_TEMPLATE,
     TINY_PROMPT_TEMPLATE,
     CharTokenizer,
     build_tiny_model,
     tiny_config,
 )
-from trainer.models.tiny_cold_start import tiny_checkpoint
 
 __all__ = [
     "CHAT_TEMPLATE",

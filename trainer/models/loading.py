@@ -1,6 +1,6 @@
 """`load_policy`: the model and tokenizer a run config names.
 
-The tiny quickstart model is cold-started on first use and cached (trainer.models.tiny_cold_start),
+The tiny quickstart model is cold-started on first use and cached (trainer.models.tiny.cold_start),
 SmolLM2 is converted from its GGUF package and cached (trainer.models.smollm2), so later runs load
 either from disk in seconds.
 """
@@ -16,15 +16,15 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from trainer.config import TINY_BASE_MODEL, TINY_INIT_MODEL, TINY_MODEL
 from trainer.models.smollm2 import SMOLLM2_MODEL, smollm2_checkpoint
-from trainer.models.tiny import CharTokenizer, build_tiny_model
-from trainer.models.tiny_artist import ARTIST
-from trainer.models.tiny_base import base_checkpoint
-from trainer.models.tiny_cold_start import TINY_SEED, tiny_checkpoint
-from trainer.models.tiny_derived import DerivedTiny
-from trainer.models.tiny_fc import ARTIST_FC, FC, TOOL_N1, TOOLRL
+from trainer.models.tiny.artist import ARTIST
+from trainer.models.tiny.base import base_checkpoint
+from trainer.models.tiny.cold_start import TINY_SEED, tiny_checkpoint
+from trainer.models.tiny.derived import DerivedTiny
+from trainer.models.tiny.function_calling import ARTIST_FC, FC, TOOL_N1, TOOLRL
+from trainer.models.tiny.model import CharTokenizer, build_tiny_model
 
 DEFAULT_CACHE_DIR = Path("var/models")
-# Tiny models fine-tuned from the cold start (trainer.models.tiny_derived), by name.
+# Tiny models fine-tuned from the cold start (trainer.models.tiny.derived), by name.
 DERIVED: dict[str, DerivedTiny] = {recipe.name: recipe for recipe in (ARTIST, FC, TOOLRL, TOOL_N1, ARTIST_FC)}
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

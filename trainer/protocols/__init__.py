@@ -1,9 +1,18 @@
 """Tool protocols: how a tool call starts and ends in model text, how its result is inserted,
-and which parts of a finished response are the model's."""
+and which parts of a finished response are the model's. One module per format, each registering
+its protocol (`@register_protocol`, trainer.registry); prompts (the papers' templates), calls
+(reading JSON calls) and call_diff (one completion's calls against the ground truth's) beside them."""
 
-from trainer.protocols.artist import Artist
-from trainer.protocols.artist_fc import ArtistFc
-from trainer.protocols.base import Protocol, Segment, TextPart, output_failed
+from trainer.protocols.base import (
+    PROTOCOLS,
+    Protocol,
+    Segment,
+    TextPart,
+    default_environment,
+    get_protocol,
+    headline_metrics,
+    output_failed,
+)
 from trainer.protocols.feedback import (
     DEFAULT_MAX_OUTPUT_CHARS,
     EMPTY_OUTPUT,
@@ -13,29 +22,15 @@ from trainer.protocols.feedback import (
     FeedbackStyle,
     truncate_output,
 )
-from trainer.protocols.python_markdown import PythonMarkdown
-from trainer.protocols.retool import ReTool
-from trainer.protocols.tool_call_json import ToolCallJson
 
-_PROTOCOLS: dict[str, Protocol] = {
-    p.name: p for p in (PythonMarkdown(), ReTool(), Artist(), ToolCallJson(), ArtistFc())
-}
-
-PROTOCOL_NAMES: tuple[str, ...] = tuple(_PROTOCOLS)
-
-
-def get_protocol(name: str) -> Protocol:
-    """The protocol called `name` (one of PROTOCOL_NAMES)."""
-    try:
-        return _PROTOCOLS[name]
-    except KeyError:
-        raise ValueError(f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOL_NAMES)}") from None
+PROTOCOL_NAMES: tuple[str, ...] = PROTOCOLS.names()
 
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",
     "EMPTY_OUTPUT",
     "FEEDBACK_STYLES",
+    "PROTOCOLS",
     "PROTOCOL_NAMES",
     "TIRLAB_FEEDBACK",
     "Feedback",
@@ -43,7 +38,9 @@ __all__ = [
     "Protocol",
     "Segment",
     "TextPart",
+    "default_environment",
     "get_protocol",
+    "headline_metrics",
     "output_failed",
     "truncate_output",
 ]

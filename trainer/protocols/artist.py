@@ -8,7 +8,7 @@ import re
 from typing import ClassVar
 
 from trainer.answers import last_boxed
-from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.protocols.base import Protocol, register_protocol, tagged_call_re
 from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
@@ -21,6 +21,7 @@ def answer_block(text: str) -> str | None:
     return blocks[-1].strip() if blocks else None
 
 
+@register_protocol
 class Artist(Protocol):
     name: ClassVar[str] = "artist"
     stop_marker: ClassVar[str | None] = "</python>"

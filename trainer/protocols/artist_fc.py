@@ -14,7 +14,8 @@ import json
 import re
 from typing import Any, ClassVar
 
-from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.contract import MULTI_TURN_HEADLINE_METRICS
+from trainer.protocols.base import Protocol, register_protocol, tagged_call_re
 from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback, truncate_output
 from trainer.trajectory import ToolExecution
 
@@ -51,6 +52,7 @@ def parse_call_body(body: str) -> list[Any] | None:
         return None
 
 
+@register_protocol
 class ArtistFc(Protocol):
     name: ClassVar[str] = "artist_fc"
     stop_marker: ClassVar[str | None] = CALL_CLOSE
@@ -60,6 +62,9 @@ class ArtistFc(Protocol):
     )
     call_re: ClassVar[re.Pattern[str]] = tagged_call_re("tool")
     call_language: ClassVar[str] = "json"
+    environments: ClassVar[tuple[str, ...]] = ("function_calling",)
+    multi_turn_calls: ClassVar[bool] = True
+    headline_metrics: ClassVar[tuple[str, ...]] = MULTI_TURN_HEADLINE_METRICS
 
     def extract_call(self, text: str) -> str | None:
         """The stripped body of the last <tool> block since the last tool output (closed, or cut at

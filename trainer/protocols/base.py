@@ -13,10 +13,12 @@ it is tool text.
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from trainer.answers import last_boxed
+from trainer.contract import HEADLINE_METRICS
 from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
+from trainer.registry import Registry
 from trainer.trajectory import ToolExecution
 
 SegmentKind = Literal["model", "tool"]
@@ -62,8 +64,20 @@ class Protocol(ABC):
     tool_output_re: ClassVar[re.Pattern[str] | None]
     # Where a call lies in model text; group "call" is its body, without the markers.
     call_re: ClassVar[re.Pattern[str]]
-    # The language of a call's body, for highlighting it: "python" or "json".
+    # The language of a call's body, for highlighting it: "python" or "json" (JSON calls are read
+    # against ground-truth calls: trainer.protocols.calls).
     call_language: ClassVar[str]
+    # The environments that can run its calls (trainer.envs); the first is the default.
+    environments: ClassVar[tuple[str, ...]] = ("python",)
+    # Every call block of the model's text is read, in order (multi-turn function calling), rather than one.
+    multi_turn_calls: ClassVar[bool] = False
+    # The metrics a run page draws first.
+    headline_metrics: ClassVar[tuple[str, ...]] = HEADLINE_METRICS
+
+    @property
+    def json_calls(self) -> bool:
+        """Whether its calls are JSON function calls, scored against ground-truth calls."""
+        return self.call_language == "json"
 
     def stop_strings(self, calls_made: int, budget: int | None) -> list[str]:
         """Stop strings for the next generation: none once `budget` calls were made (ToRL: after
@@ -172,3 +186,28 @@ class Protocol(ABC):
         if self.stop_marker and text.endswith(self.stop_marker):
             return text[: -len(self.stop_marker)]
         return text
+
+
+P = TypeVar("P", bound=type[Protocol])
+PROTOCOLS: Registry[Protocol] = Registry("protocol", "trainer.protocols")
+
+
+def register_protocol(cls: P) -> P:
+    """Register the protocol class `cls` under its `name` (a class decorator, in the protocol's own module)."""
+    PROTOCOLS.register(cls.name, cls())
+    return cls
+
+
+def get_protocol(name: str) -> Protocol:
+    """The protocol called `name`; UnknownName (a ValueError listing the names) otherwise."""
+    return PROTOCOLS.get(name)
+
+
+def default_environment(protocol: str) -> str:
+    """The environment a protocol's calls run in when `tools.environment` is not given."""
+    return get_protocol(protocol).environments[0]
+
+
+def headline_metrics(protocol: str | None) -> tuple[str, ...]:
+    """The metrics a run page draws first: its protocol's, or the code tools' for a run without a known one."""
+    return get_protocol(protocol).headline_metrics if protocol in PROTOCOLS else HEADLINE_METRICS

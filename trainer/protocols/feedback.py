@@ -206,5 +206,5 @@ class Feedback:
 
 
 # What a caller that does not choose gets: tirlab's text, the one the shipped cold start of the
-# tiny model was trained on (trainer.sft writes its traces with the protocols' default).
+# tiny model was trained on (trainer.sft.train writes its traces with the protocols' default).
 TIRLAB_FEEDBACK = Feedback("tirlab")

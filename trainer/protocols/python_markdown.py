@@ -8,7 +8,7 @@ does (GAIR-NLP/ToRL, verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py).
 import re
 from typing import ClassVar
 
-from trainer.protocols.base import Protocol
+from trainer.protocols.base import Protocol, register_protocol
 from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
@@ -39,6 +39,7 @@ def extract_program(text: str) -> str | None:
     return program
 
 
+@register_protocol
 class PythonMarkdown(Protocol):
     name: ClassVar[str] = "python_markdown"
     stop_marker: ClassVar[str | None] = OUTPUT_MARKER

@@ -8,13 +8,14 @@ its last line (`prepare_code`).
 import re
 from typing import ClassVar
 
-from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.protocols.base import Protocol, register_protocol, tagged_call_re
 from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback
 from trainer.trajectory import ToolExecution
 
 _FENCED = re.compile(r"```python(.*?)```", re.DOTALL)
 
 
+@register_protocol
 class ReTool(Protocol):
     name: ClassVar[str] = "retool"
     stop_marker: ClassVar[str | None] = "</code>"

@@ -15,7 +15,8 @@ import json
 import re
 from typing import Any, ClassVar, Literal
 
-from trainer.protocols.base import Protocol, tagged_call_re
+from trainer.contract import CALL_HEADLINE_METRICS
+from trainer.protocols.base import Protocol, register_protocol, tagged_call_re
 from trainer.protocols.feedback import TIRLAB_FEEDBACK, Feedback, truncate_output
 from trainer.trajectory import ToolExecution
 
@@ -65,6 +66,7 @@ def parse_calls_list(text: str) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
 
+@register_protocol
 class ToolCallJson(Protocol):
     name: ClassVar[str] = "tool_call_json"
     stop_marker: ClassVar[str | None] = None
@@ -74,6 +76,8 @@ class ToolCallJson(Protocol):
     )
     call_re: ClassVar[re.Pattern[str]] = tagged_call_re("tool_call")
     call_language: ClassVar[str] = "json"
+    environments: ClassVar[tuple[str, ...]] = ("none", "function_calling")
+    headline_metrics: ClassVar[tuple[str, ...]] = CALL_HEADLINE_METRICS
 
     def parse_calls(self, text: str, *, style: CallStyle = "lines") -> list[Any] | None:
         """The calls in `text`: `lines` is ToolRL's layout, `list` Tool-N1's; None if malformed."""

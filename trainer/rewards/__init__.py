@@ -1,5 +1,9 @@
 """Rewards for tool-integrated reasoning: names, parameter validation, and scoring.
 
+One module per paper (torl, zerotir, retool, otc, toolrl, tool_n1, artist, artist_fc) and the
+weighted combinator; each registers its rewards, their parameter models and descriptions where
+they are written (trainer.rewards.base.register_reward), so a new reward is one new file.
+
     score_group("torl", [text_or_completion, ...], "42", params={...}, step=3, split="train")
         -> [RewardResult(total, components, correct, details), ...]
 
@@ -10,9 +14,8 @@ trajectory.Completion, which also carries its protocol, execution statuses and t
 from collections.abc import Sequence
 from typing import Any
 
-# Importing the reward modules registers them.
-from trainer.rewards import artist, artist_fc, otc, retool, tool_n1, toolrl, torl, weighted, zerotir  # noqa: F401
 from trainer.rewards.base import (
+    REWARDS,
     TRAIN_SPLIT,
     VAL_SPLIT,
     RewardContext,
@@ -22,8 +25,6 @@ from trainer.rewards.base import (
     registered,
 )
 from trainer.rewards.params import (
-    REWARD_DESCRIPTIONS,
-    REWARD_NAMES,
     RewardParamsError,
     reward_defaults,
     reward_params_model,
@@ -31,6 +32,10 @@ from trainer.rewards.params import (
     validate_reward_params,
 )
 from trainer.trajectory import Completion, RewardResult
+
+# Every module of this package registers its rewards (trainer.registry): one file per paper.
+REWARD_NAMES: tuple[str, ...] = REWARDS.names()
+REWARD_DESCRIPTIONS: dict[str, str] = {name: reward.description for name, reward in REWARDS.items()}
 
 _DEFAULT_STATE = RewardState()
 
@@ -93,6 +98,7 @@ def score(
 
 
 __all__ = [
+    "REWARDS",
     "REWARD_DESCRIPTIONS",
     "REWARD_NAMES",
     "TRAIN_SPLIT",

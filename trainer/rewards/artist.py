@@ -13,9 +13,14 @@ import re
 from typing import Any
 
 from trainer.answers import answers_equivalent
-from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.rewards.tags import tag_blocks
 from trainer.trajectory import RewardResult
+
+
+class ArtistParams(RewardParams):
+    """ARTIST: answer 2/0, format 0.5 and tool success ratio, all fixed by the paper; no parameters."""
+
 
 ANSWER_REWARD = 2.0
 FORMAT_REWARD = 0.5
@@ -53,4 +58,10 @@ def _artist(response: Response, ground_truth: Any, ctx: RewardContext) -> Reward
     )
 
 
-register_reward("artist", protocol="artist")(per_completion(_artist))
+register_reward(
+    "artist",
+    params=ArtistParams,
+    description="Answer reward 2/0 plus 0.5 for a well-formed response plus the fraction of tool calls "
+    "that executed successfully (ARTIST).",
+    protocol="artist",
+)(per_completion(_artist))

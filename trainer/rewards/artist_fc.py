@@ -35,9 +35,14 @@ import re
 from typing import Any
 
 from trainer.protocols.artist_fc import ArtistFc
-from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.rewards.tags import tag_blocks
 from trainer.trajectory import RewardResult
+
+
+class ArtistFcParams(RewardParams):
+    """ARTIST function calling: state 0.5, function 0.5 and format 0.2 maxima, fixed by the paper; no parameters."""
+
 
 SR_MAX = 0.5
 FR_MAX = 0.5
@@ -163,4 +168,10 @@ def _artist_fc(response: Response, ground_truth: Any, ctx: RewardContext) -> Rew
     )
 
 
-register_reward("artist_fc", protocol="artist_fc")(per_completion(_artist_fc))
+register_reward(
+    "artist_fc",
+    params=ArtistFcParams,
+    description="State reward 0.5 x state variables right, plus function reward 0.5 x expected calls made, "
+    "plus format reward up to 0.2 for <reasoning> and <tool> tags in order (ARTIST, function calling).",
+    protocol="artist_fc",
+)(per_completion(_artist_fc))

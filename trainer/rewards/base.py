@@ -1,9 +1,11 @@
 """The reward registry, the view of a completion that rewards read, and the state kept across steps.
 
 A reward is a function scoring a whole GRPO group (OTC-GRPO needs the group; the others score
-each completion alone through `per_completion`). Rewards register by name, verl style:
+each completion alone through `per_completion`). A reward registers by name in its own module of
+this package, with the model of its parameters and a line for the dashboard (trainer.registry):
 
-    @register_reward("torl")
+    class TorlParams(RewardParams): ...
+    @register_reward("torl", params=TorlParams, description="+1 if ... (ToRL).")
     def torl(group: list[Response], ground_truth, ctx: RewardContext) -> list[RewardResult]: ...
 """
 
@@ -11,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from trainer.protocols import Protocol, get_protocol, output_failed
-from trainer.rewards.params import REWARD_NAMES
+from trainer.registry import Registry
 from trainer.trajectory import Completion, RewardResult, ToolExecution
 
 # Whose rollouts a reward scores: training groups or evaluation on the validation data.
@@ -121,36 +125,44 @@ def as_response(completion: "str | Completion | Response", default_protocol: str
 GroupReward = Callable[[list[Response], Any, RewardContext], list[RewardResult]]
 
 
+class RewardParams(BaseModel):
+    """The parameters of one reward: unknown keys and non-finite numbers are refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
 @dataclass(frozen=True)
 class RegisteredReward:
     name: str
     func: GroupReward
+    params: type[RewardParams]  # validates the reward's parameters and holds their paper defaults
+    description: str  # one line, shown where a reward is chosen
     protocol: str  # how a plain-text completion is read
 
 
-_REGISTRY: dict[str, RegisteredReward] = {}
+# The combinator last; the papers' rewards by name.
+REWARDS: Registry[RegisteredReward] = Registry(
+    "reward", "trainer.rewards", order=lambda name, _: (name == "weighted", name)
+)
 
 
-def register_reward(name: str, *, protocol: str = "python_markdown") -> Callable[[GroupReward], GroupReward]:
-    """Register a group reward under `name` (which must have a parameter model in params.py)."""
-    if name not in REWARD_NAMES:
-        raise ValueError(f"reward {name!r} has no parameter model; add it to trainer/rewards/params.py")
+def register_reward(
+    name: str, *, params: type[RewardParams], description: str, protocol: str = "python_markdown"
+) -> Callable[[GroupReward], GroupReward]:
+    """Register a group reward under `name`, with the model of its parameters and its description."""
 
     def decorator(func: GroupReward) -> GroupReward:
-        if name in _REGISTRY:
-            raise ValueError(f"reward {name!r} is already registered")
-        _REGISTRY[name] = RegisteredReward(name=name, func=func, protocol=protocol)
+        REWARDS.register(
+            name, RegisteredReward(name=name, func=func, params=params, description=description, protocol=protocol)
+        )
         return func
 
     return decorator
 
 
 def registered(name: str) -> RegisteredReward:
-    return _REGISTRY[name]
-
-
-def registered_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    """The reward called `name`; UnknownName (a ValueError listing the names) otherwise."""
+    return REWARDS.get(name)
 
 
 def per_completion(

@@ -16,9 +16,27 @@ OTC-GRPO we read (get_oct_penalty) likewise leave wrong answers at factor 1.
 import math
 from typing import Any
 
+from pydantic import Field
+
 from trainer.answers import answers_equivalent
-from trainer.rewards.base import Response, RewardContext, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, register_reward
 from trainer.trajectory import RewardResult
+
+
+class OtcPpoParams(RewardParams):
+    """OTC-PPO: correctness scaled by a factor that decays with the number of tool calls."""
+
+    alpha: float = Field(1.0, description="Weight of the tool-efficiency factor on the correctness reward.")
+    c: float = Field(3.0, gt=0, description="Smoothness constant c of the cos(m*pi/(2m+c)) tool-call decay.")
+    wrong_reward: float = Field(0.0, description="Reward of a wrong answer (paper 0; -1 is an option).")
+
+
+class OtcGrpoParams(OtcPpoParams):
+    """OTC-GRPO: correctness scaled by closeness to the fewest tool calls that solved the prompt."""
+
+    global_min: bool = Field(
+        False, description="Use the fewest tool calls seen for the prompt across steps, not only within the group."
+    )
 
 
 def otc_ppo_factor(m: int, c: float) -> float:
@@ -66,7 +84,12 @@ def _result(
     )
 
 
-@register_reward("otc_ppo")
+@register_reward(
+    "otc_ppo",
+    params=OtcPpoParams,
+    description="Correctness reward scaled by cos(m*pi/(2m+c)), "
+    "which favours answering with fewer tool calls m (OTC-PPO).",
+)
 def otc_ppo(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> list[RewardResult]:
     c = float(ctx.params["c"])
     return [
@@ -75,7 +98,11 @@ def otc_ppo(responses: list[Response], ground_truth: Any, ctx: RewardContext) ->
     ]
 
 
-@register_reward("otc_grpo")
+@register_reward(
+    "otc_grpo",
+    params=OtcGrpoParams,
+    description="Correctness reward scaled by closeness to the fewest tool calls that solved the prompt (OTC-GRPO).",
+)
 def otc_grpo(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> list[RewardResult]:
     c = float(ctx.params["c"])
     scored = _correctness(responses, ground_truth)

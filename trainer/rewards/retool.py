@@ -9,9 +9,19 @@ model text with math-verify, as the issue asks.
 
 from typing import Any
 
+from pydantic import Field
+
 from trainer.answers import answers_equivalent
-from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.trajectory import RewardResult
+
+
+class RetoolParams(RewardParams):
+    """ReTool: +1 for a correct final answer, -1 otherwise."""
+
+    turn_shaping: bool = Field(
+        False, description="Score a wrong answer with k tool calls as min(-0.6, -1 + 0.1k) (verl recipe)."
+    )
 
 
 def _retool(response: Response, ground_truth: Any, ctx: RewardContext) -> RewardResult:
@@ -30,4 +40,10 @@ def _retool(response: Response, ground_truth: Any, ctx: RewardContext) -> Reward
     )
 
 
-register_reward("retool", protocol="retool")(per_completion(_retool))
+register_reward(
+    "retool",
+    params=RetoolParams,
+    description="+1 for a correct final answer, -1 otherwise, "
+    "optionally shaped by the number of tool calls on wrong answers (ReTool).",
+    protocol="retool",
+)(per_completion(_retool))

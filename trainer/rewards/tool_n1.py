@@ -15,10 +15,14 @@ import json
 from collections import Counter
 from typing import Any
 
-from trainer.call_metrics import ground_truth_calls
+from trainer.protocols.calls import ground_truth_calls
 from trainer.protocols.tool_call_json import parse_calls_list
-from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.trajectory import RewardResult
+
+
+class ToolN1Params(RewardParams):
+    """Nemotron-Tool-N1: binary format-and-exact-match reward; no parameters."""
 
 
 def _gt_calls(ground_truth: Any) -> list[Any]:
@@ -68,4 +72,10 @@ def _tool_n1(response: Response, ground_truth: Any, ctx: RewardContext) -> Rewar
     )
 
 
-register_reward("tool_n1", protocol="tool_call_json")(per_completion(_tool_n1))
+register_reward(
+    "tool_n1",
+    params=ToolN1Params,
+    description="1 only if the reasoning format is valid and the tool calls match the ground truth exactly, "
+    "0 otherwise (Nemotron-Tool-N1).",
+    protocol="tool_call_json",
+)(per_completion(_tool_n1))

@@ -25,11 +25,63 @@ refined_reward, intermediate_reward (each documented where it acts below).
 
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field, model_validator
+
+from trainer.contract import FieldErrors
 from trainer.protocols.tool_call_json import parse_calls_lines
-from trainer.rewards.base import Response, RewardContext, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, register_reward
 from trainer.trajectory import RewardResult
+
+
+class ToolRLParams(RewardParams):
+    """ToolRL: format reward plus fine-grained tool-call matching reward.
+
+    Step s of a tirlab run is ToolRL's step s + 1 (its trainer counts from 1). The switches are
+    rlla.py's environment variables, in snake case, off by default as in ToolRL's train_grpo.sh.
+    """
+
+    schedule: Literal["constant", "scheduled", "max1_step30_max3"] = Field(
+        "constant",
+        description="Reward scale over training: constant, smooth dynamic (SCHEDULEREWARD), or correctness "
+        "max 1 until ToolRL step 30 then 3 (MAX1STEP30MAX3).",
+    )
+    with_length: bool = Field(
+        False, description="Add ToolRL's length reward in [0, 1]: words of the <think> block over 512 (WITHLENGTH)."
+    )
+    schedule_length: bool = Field(
+        False,
+        description="Length reward target grows from 384 words by 256 every 105 steps instead of 512 "
+        "(SCHEDULELENGTH; needs with_length).",
+    )
+    correct_max1: bool = Field(False, description="Correctness reward in [-1, 1] instead of [-3, 3] (CORRECTMAX1).")
+    coarse_reward: bool = Field(
+        False, description="Correctness is the maximum for an exact call match, else the minimum (COARSEREWARD)."
+    )
+    refined_reward: bool = Field(
+        False,
+        description="Tool names and parameter names score only when they match exactly, not by overlap "
+        "(REFINEDREWARD).",
+    )
+    intermediate_reward: bool = Field(
+        False,
+        description="Each ground-truth call scores 1 only when a predicted call is identical, instead of per "
+        "parameter name and value (INTERMEDIATEREWARD).",
+    )
+
+    @model_validator(mode="after")
+    def _switches_have_effect(self) -> "ToolRLParams":
+        errors: dict[str, list[str]] = {}
+        if self.schedule_length and not self.with_length:
+            errors["schedule_length"] = ["schedule_length changes the length reward: set with_length too"]
+        for name in ("refined_reward", "intermediate_reward"):
+            if self.coarse_reward and getattr(self, name):
+                errors[name] = [f"coarse_reward scores every inexact match as the minimum, so {name} has no effect"]
+        if errors:
+            raise FieldErrors(errors)
+        return self
+
 
 FORMAT_MAX, FORMAT_MIN = 1.0, 0.0
 CORRECT_MAX, CORRECT_MIN = 3.0, -3.0
@@ -164,7 +216,13 @@ def format_ok(response: str, has_call: bool, has_response: bool) -> bool:
     return all(response.count(tag) == 1 for tag in tags)
 
 
-@register_reward("toolrl", protocol="tool_call_json")
+@register_reward(
+    "toolrl",
+    params=ToolRLParams,
+    description="Format reward plus fine-grained matching of tool names, parameter names and values "
+    "against the ground-truth calls (ToolRL).",
+    protocol="tool_call_json",
+)
 def toolrl(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> list[RewardResult]:
     params = ctx.params
     step = ctx.step + 1  # ToolRL's global_steps starts at 1 (ray_trainer.py:625-626)

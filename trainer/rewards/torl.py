@@ -22,11 +22,29 @@ rollout also resets the flag to 0 when a sample stops without a call in a round 
 that depends on the rest of the batch, so we do not follow it.
 """
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from trainer.answers import answers_equivalent, last_complete_boxed
-from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.trajectory import RewardResult, ToolExecution
+
+
+class TorlParams(RewardParams):
+    """ToRL: +1 for a correct final answer, -1 otherwise."""
+
+    exec_error_penalty: float = Field(
+        0.0,
+        ge=0,
+        description="Subtracted unless the last tool call ran successfully; a response without a call "
+        "is penalised too, as in ToRL (its option is 0.5).",
+    )
+    answer_from: Literal["response", "model_text"] = Field(
+        "response",
+        description="Where the last \\boxed{} answer is read: the whole response with tool outputs, as ToRL "
+        "scores it, or the model's own text only, which a program printing \\boxed{} cannot fool.",
+    )
 
 
 def _torl(response: Response, ground_truth: Any, ctx: RewardContext) -> RewardResult:
@@ -55,4 +73,9 @@ def _passed(execution: ToolExecution) -> bool:
     return execution.status != "timeout" and (execution.ok or bool(execution.stdout))
 
 
-register_reward("torl")(per_completion(_torl))
+register_reward(
+    "torl",
+    params=TorlParams,
+    description="+1 if the last \\boxed{} of the response matches the ground truth, -1 otherwise, "
+    "optionally minus a penalty unless the last tool call ran successfully (ToRL).",
+)(per_completion(_torl))

@@ -9,11 +9,62 @@ term name (a name used twice gets "@2", "@3", so it stays a metric key: see trai
 import dataclasses
 from typing import Any
 
-from trainer.rewards.base import Response, RewardContext, register_reward, registered
+from pydantic import Field, field_validator, model_validator
+
+from trainer.rewards.base import REWARDS, Response, RewardContext, RewardParams, register_reward, registered
+from trainer.rewards.params import validate_reward_params
 from trainer.trajectory import RewardResult
 
 
-@register_reward("weighted")
+def term_rewards() -> tuple[str, ...]:
+    """The rewards a term may name: every registered one but weighted itself."""
+    return tuple(name for name in REWARDS.names() if name != "weighted")
+
+
+def _term_reward_choices(schema: dict[str, Any]) -> None:
+    # Read from the registry when the schema is drawn, so a new reward's file is all it takes.
+    schema["enum"] = list(term_rewards())
+
+
+class WeightedTerm(RewardParams):
+    """One reward of a weighted sum, with its own parameters."""
+
+    name: str = Field(
+        description="Reward name of this term (any reward except weighted).", json_schema_extra=_term_reward_choices
+    )
+    weight: float = Field(1.0, description="Multiplier applied to this term's reward.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters of this term's reward, validated against its own schema."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _a_reward_but_weighted(cls, name: str) -> str:
+        if name not in term_rewards():
+            raise ValueError(f"a term names a reward other than weighted, one of: {', '.join(term_rewards())}")
+        return name
+
+    @model_validator(mode="after")
+    def _validate_params(self) -> "WeightedTerm":
+        self.params = validate_reward_params(self.name, self.params)
+        return self
+
+
+class WeightedParams(RewardParams):
+    """Weighted sum of other rewards."""
+
+    terms: list[WeightedTerm] = Field(
+        default_factory=lambda: [WeightedTerm(name="torl")],
+        min_length=1,
+        description="Rewards to add up, each with a weight and its own parameters (at least one).",
+    )
+
+
+@register_reward(
+    "weighted",
+    params=WeightedParams,
+    description="Weighted sum of other rewards, each with its own parameters.",
+)
 def weighted(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> list[RewardResult]:
     totals = [0.0] * len(responses)
     components: list[dict[str, float]] = [{} for _ in responses]

@@ -18,9 +18,18 @@ breaks the format.
 import re
 from typing import Any
 
+from pydantic import Field
+
 from trainer.answers import answers_equivalent, boxed_answers, last_boxed
-from trainer.rewards.base import Response, RewardContext, per_completion, register_reward
+from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.trajectory import RewardResult
+
+
+class ZeroTIRParams(RewardParams):
+    """ZeroTIR: outcome reward on the final answer."""
+
+    format_penalty: float = Field(0.0, description="Subtracted when the response breaks the answer format.")
+
 
 MAX_TRAILING_TOKENS = 5
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -61,4 +70,9 @@ def _zerotir(response: Response, ground_truth: Any, ctx: RewardContext) -> Rewar
     )
 
 
-register_reward("zerotir")(per_completion(_zerotir))
+register_reward(
+    "zerotir",
+    params=ZeroTIRParams,
+    description="+1 if the final answer matches the ground truth, 0 otherwise, "
+    "optionally minus a format penalty (ZeroTIR).",
+)(per_completion(_zerotir))

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler
 
-from trainer.rewards.params import FieldErrors
+from trainer.contract import FieldErrors
 
 
 class Conflict(Exception):

@@ -4,7 +4,7 @@ import secrets
 
 from django.contrib.auth import get_user_model
 
-from trainer.data import BUILTIN_FILES
+from trainer.data.datasets import BUILTIN_FILES
 from trainer.rewards import REWARD_DESCRIPTIONS, REWARD_NAMES, reward_defaults
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_register_builtin

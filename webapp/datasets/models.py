@@ -7,7 +7,7 @@ class Dataset(models.Model):
     """A dataset file on disk; rows are read by the trainer, never copied into Postgres.
 
     Problems for RL (data.train_dataset, data.val_dataset) in every format but `sft_traces`, whose
-    rows are traces for the SFT cold start (sft.dataset); trainer.data tells which, at upload."""
+    rows are traces for the SFT cold start (sft.dataset); trainer.data.datasets tells which, at upload."""
 
     FORMATS = [
         ("jsonl_qa", "JSONL question/answer"),

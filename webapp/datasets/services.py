@@ -11,7 +11,7 @@ from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from trainer.data import DatasetError, DatasetInfo, inspect_dataset
+from trainer.data.datasets import DatasetError, DatasetInfo, inspect_dataset
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 

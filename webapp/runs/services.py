@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from trainer.config import DATASET_REF_PREFIX, ConfigError, merge_overrides, validate_config
-from trainer.data import dataset_misuse
+from trainer.data.datasets import dataset_misuse
 from trainer.presets import PRESETS
 from webapp.core.errors import Conflict
 from webapp.core.tokens import hash_secret, new_secret
@@ -65,7 +65,7 @@ def _resolve_dataset(
 ) -> str | None:
     """Replace a stored dataset's reference by its file path; the snapshot must not change under the run.
 
-    SFT traces are refused where problems for RL are read and the other way round (trainer.data);
+    SFT traces are refused where problems for RL are read and the other way round (trainer.data.datasets);
     `traces_protocol`, for sft.dataset when SFT runs, is the protocol stored traces must be written in
     (trainer.config checks the built-in trace sets' alike)."""
     if ref is None:

@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from trainer.contract import HEADLINE_METRICS, headline_metrics
+from trainer.contract import HEADLINE_METRICS
+from trainer.protocols import headline_metrics
 from webapp.runs.models import Run
 from webapp.ui.config_table import config_diff
 from webapp.ui.external_runs import config_protocol, external_headline, is_external

@@ -12,10 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from trainer.data import DatasetError, DatasetFormat, iter_examples, iter_traces
-from trainer.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt, tool_parameters
+from trainer.data.datasets import DatasetError, DatasetFormat, Example, iter_examples, iter_traces
 from trainer.protocols import PROTOCOL_NAMES, get_protocol
-from trainer.trajectory import Example
+from trainer.protocols.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt, tool_parameters
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_create_from_upload, dataset_delete
@@ -89,7 +88,7 @@ def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: 
 def _tool_view(tool: dict) -> dict:
     """An offered tool as the preview lists it: its name and description, and each parameter with its
     type (an enum as its values), its description and whether it is optional, where the tool says
-    (trainer.prompts.tool_parameters, which the tool-signatures template lists too)."""
+    (trainer.protocols.prompts.tool_parameters, which the tool-signatures template lists too)."""
     spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
     params = [
         {"name": p.name, "type": p.kind, "description": p.description, "optional": p.required is False}

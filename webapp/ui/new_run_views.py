@@ -10,10 +10,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
-from trainer.data import DatasetFormat
-from trainer.fc_synthetic import LEVELS as FC_LEVELS
+from trainer.data.arithmetic import DIFFICULTIES
+from trainer.data.datasets import DatasetFormat
+from trainer.data.function_calling import LEVELS as FC_LEVELS
 from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
-from trainer.synthetic import DIFFICULTIES
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
 from webapp.runs.models import Experiment
@@ -32,12 +32,13 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     for sft.dataset). The arithmetic generator's levels, stored built-ins by name, the user's uploads
     as dataset:<id>, and the trace sets tirlab generates by name, each with the protocol its traces
     are written in."""
-    # The seeded arithmetic generator (trainer.synthetic), one entry per level, 'arithmetic' itself the easy/hard mix.
+    # The seeded arithmetic generator (trainer.data.arithmetic), one entry per level, 'arithmetic' itself the easy/hard
+    # mix.
     problems = [
         {"value": "arithmetic" if level == "mixed" else f"arithmetic:{level}", "label": f"{level} arithmetic, seeded"}
         for level in DIFFICULTIES
     ] + [
-        # The seeded function-calling generator (trainer.fc_synthetic): JSON calls for tool_call_json runs.
+        # The seeded function-calling generator (trainer.data.function_calling): JSON calls for tool_call_json runs.
         {
             "value": "function-calling" if level == "mixed" else f"function-calling:{level}",
             "label": f"{level} function calling, seeded",

@@ -6,7 +6,7 @@ slider, code highlighting, copy-link and a notice when a newer step arrives.
 
 A run whose calls are JSON (tool_call_json, artist_fc) and whose examples' ground truth is calls shows
 each trajectory's calls (every block of the model's own text, tool outputs left out) against the ground
-truth's, call by call (trainer.call_diff), above its text.
+truth's, call by call (trainer.protocols.call_diff), above its text.
 """
 
 import json
@@ -24,11 +24,11 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
-from trainer.call_diff import CompletionDiff, completion_diff
-from trainer.call_metrics import ground_truth_calls
 from trainer.config import ToolConfig
-from trainer.contract import INT_MAX, JSON_CALL_PROTOCOLS
+from trainer.contract import INT_MAX
 from trainer.protocols import Protocol, TextPart, get_protocol
+from trainer.protocols.call_diff import CompletionDiff, completion_diff
+from trainer.protocols.calls import ground_truth_calls
 from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
 from webapp.ui.external_runs import config_protocol
@@ -122,7 +122,7 @@ def _as_text(value: Any) -> str:
 def _call_diff(trajectory: Trajectory, protocol: Protocol) -> CompletionDiff | None:
     """The trajectory's JSON calls against its ground truth's, where the run's calls are JSON and the
     ground truth is calls (the call metrics' reading of both); None elsewhere."""
-    if protocol.name not in JSON_CALL_PROTOCOLS:
+    if not protocol.json_calls:
         return None
     truth = ground_truth_calls(trajectory.ground_truth)
     if truth is None:

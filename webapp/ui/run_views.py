@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from trainer.config import ConfigError
-from trainer.contract import headline_metrics
+from trainer.protocols import headline_metrics
 from webapp.runs.models import ACTIVE_STATUSES, MetricStep, Run, RunStatus
 from webapp.runs.selectors import queue_positions
 from webapp.runs.services import run_cancel, run_fork, run_resume

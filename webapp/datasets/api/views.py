@@ -5,7 +5,7 @@ from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from trainer.data import DatasetError
+from trainer.data.datasets import DatasetError
 from webapp.core.permissions import IsOwnerOrReadOnlyShared
 from webapp.datasets.api.serializers import DatasetSerializer, DatasetUploadSerializer
 from webapp.datasets.models import Dataset

@@ -1,0 +1,1 @@
+"""Datasets: built-in generators, file formats, detection, validation, preview and reading."""

@@ -1,0 +1,1 @@
+"""The function-calling catalogue's tools: their implementations and how calls to them run."""

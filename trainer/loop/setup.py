@@ -1,0 +1,152 @@
+"""Setting a run up: the policy on its device, the engine that samples it, the run's data and prompt
+template, the threads the tiny models run on. trainer.loop.train builds a Trainer from these.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainer.config import TINY_MODELS, RunConfig
+from trainer.data.datasets import load_dataset
+from trainer.models import SMOLLM2_MODEL, TINY_PROMPT_TEMPLATE, CharTokenizer
+from trainer.protocols.prompts import build_prompt
+from trainer.trajectory import Example
+
+Log = Callable[[str], None]
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def check_vllm_available(config: RunConfig) -> None:
+    """Engine 'vllm' needs the vllm package (requirements-gpu.txt) and a CUDA GPU; say which is missing."""
+    missing = []
+    if importlib.util.find_spec("vllm") is None:
+        missing.append("the vllm package is not installed (make gpu-deps)")
+    if not torch.cuda.is_available():
+        missing.append("no CUDA GPU is visible")
+    if missing:
+        raise ValueError(
+            "engine 'vllm' is not available here: the vLLM engine needs a GPU machine and requirements-gpu.txt, and "
+            + " and ".join(missing)
+            + "; use engine 'hf'"
+        )
+    if config.model.name_or_path in TINY_MODELS:
+        raise ValueError(
+            f"engine 'vllm' cannot load {config.model.name_or_path}: vLLM does not know its character "
+            "tokenizer; use engine 'hf'"
+        )
+    if config.rollout.backend != "local":
+        raise ValueError("engine 'vllm' runs in the trainer's process; use rollout.backend 'local'")
+
+
+def policy_device(config: RunConfig) -> str:
+    """Where the policy lives with engine 'hf': `model.device`, 'auto' being the GPU when one is visible."""
+    wanted = config.model.device
+    if wanted == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if wanted == "cuda" and not torch.cuda.is_available():
+        raise ValueError("model.device 'cuda': no CUDA GPU is visible to the trainer; use 'auto' or 'cpu'")
+    return wanted
+
+
+def run_prompt_template(config: RunConfig) -> str | None:
+    """The prompt template a run applies: the config's; else the tiny model's own (the one its cold
+    start was trained on); else None, the protocol's default."""
+    return config.data.prompt_template or (TINY_PROMPT_TEMPLATE if config.model.name_or_path in TINY_MODELS else None)
+
+
+def tiny_threads(config: RunConfig) -> int | None:
+    """One intra-op thread for the tiny models, None (torch's choice) for the rest: the tiny model's small
+    matmuls run slower with two on two cores (on a busy machine an SFT step of it took 4 s with two
+    threads, 0.6 s with one)."""
+    return 1 if config.model.name_or_path in TINY_MODELS else None
+
+
+def run_data(
+    config: RunConfig, *, template: str | None, tokenizer: Any, log: Log
+) -> tuple[list[Example], list[Example]]:
+    """The run's training and validation examples, as data.overlong_prompts keeps them."""
+    data = config.data
+    train = fitting(
+        load_dataset(data.train_dataset, split="train", seed=config.seed),
+        "train_dataset",
+        config=config,
+        template=template,
+        tokenizer=tokenizer,
+        log=log,
+    )
+    if not train:
+        raise ValueError(f"dataset {data.train_dataset!r} has no examples")
+    val = (
+        fitting(
+            load_dataset(data.val_dataset, split="test", seed=config.seed),
+            "val_dataset",
+            config=config,
+            template=template,
+            tokenizer=tokenizer,
+            log=log,
+        )
+        if data.val_dataset
+        else []
+    )
+    return train, val
+
+
+def fitting(
+    examples: list[Example], field: str, *, config: RunConfig, template: str | None, tokenizer: Any, log: Log
+) -> list[Example]:
+    """With data.overlong_prompts 'drop', the examples whose prompt ToRL's length filter keeps."""
+    data = config.data
+    if data.overlong_prompts != "drop" or not examples:
+        return examples
+    protocol = config.tools.protocol
+    kept = [
+        example
+        for example in examples
+        if build_prompt(example, protocol, template).fits(tokenizer, data.max_prompt_tokens)
+    ]
+    dropped = len(examples) - len(kept)
+    log(
+        f"data.overlong_prompts 'drop': dropped {dropped} of {len(examples)} rows of {getattr(data, field)!r} "
+        f"whose prompt is longer than data.max_prompt_tokens ({data.max_prompt_tokens}) allows"
+    )
+    if not kept:
+        raise ValueError(
+            f"data.overlong_prompts 'drop' dropped every row of data.{field} {getattr(data, field)!r}: "
+            f"no prompt fits in data.max_prompt_tokens = {data.max_prompt_tokens} "
+            "(raw templates need 10 tokens to spare); raise it or use 'truncate'"
+        )
+    return kept
+
+
+def vllm_engine(config: RunConfig, model: Any, tokenizer: Any, out_dir: Path) -> Any:
+    """The colocated vLLM engine, loaded from the policy's own files and then given its weights."""
+    from trainer.engines.vllm import VLLMEngine
+
+    if isinstance(tokenizer, CharTokenizer):
+        raise ValueError("engine 'vllm' cannot use a CharTokenizer model: vLLM does not know it; use engine 'hf'")
+    source = config.model.name_or_path
+    if source == SMOLLM2_MODEL:
+        # vLLM reads a transformers directory: the policy as loaded (from its GGUF) is saved as one.
+        path = out_dir / "vllm-model"
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        source = str(path)
+    engine = VLLMEngine(
+        source,
+        tokenizer,
+        dtype=config.model.dtype,
+        max_model_len=config.data.max_prompt_tokens + config.data.max_response_tokens,
+        seed=config.seed,
+    )
+    engine.load_weights(model.state_dict().items())
+    return engine

@@ -1,0 +1,1 @@
+"""The tiny character-level model: its architecture, its cold start and the models derived from it."""

@@ -1,0 +1,1 @@
+"""Reporting a run: to the dashboard's ingest endpoint, or to files in the output folder."""

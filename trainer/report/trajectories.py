@@ -1,0 +1,79 @@
+"""A trajectory as the dashboard stores it (trainer.contract.TrajectoryIn): its turns, with each tool
+output's status and duration, its prompt, answer, reward and counts."""
+
+from __future__ import annotations
+
+from trainer.contract import ChatMessage, TrajectoryIn, TurnIn
+from trainer.protocols.base import Protocol
+from trainer.protocols.prompts import Prompt
+from trainer.report.client import jsonable
+from trainer.rollout.multi_turn import Trajectory
+from trainer.trajectory import Example, RewardResult
+
+
+def trajectory_report(
+    example: Example,
+    position: int,
+    trajectory: Trajectory,
+    reward: RewardResult,
+    sample: int,
+    step: int,
+    protocol: Protocol,
+    prompt: Prompt | None = None,
+) -> TrajectoryIn:
+    """One trajectory as the dashboard stores it: its turns, with each tool output's status and duration.
+
+    ``prompt`` is what the model was conditioned on (the template applied; a raw template's text is
+    sent as text); without it, the dataset row's messages. The final answer is the one the reward
+    scored when the reward says which (``details["answer"]``: ToRL's reads the whole response, tool
+    output included), else the protocol's reading of the model's own text.
+
+    Built as the contract's model, so a trajectory the dashboard would refuse fails here, where it is made."""
+    completion = trajectory.completion
+    executions = list(completion.executions)
+    turns, calls = [], iter(executions)
+    for segment in protocol.segments(completion.text, tool_outputs=len(executions)):
+        execution = next(calls, None) if segment.kind == "tool" else None
+        if execution is None:
+            turns.append(TurnIn(kind=segment.kind, text=segment.text))
+        else:
+            turns.append(
+                TurnIn(
+                    kind="tool",
+                    text=segment.text,
+                    call=execution.call,
+                    status=execution.status,
+                    duration_ms=float(execution.duration_ms),
+                )
+            )
+    return TrajectoryIn(
+        step=step,
+        # The group's place in the step (the ingest key), not its dataset row: resampled draws can
+        # repeat a row within one step.
+        prompt_index=position,
+        sample_index=sample,
+        prompt=prompt.text
+        if prompt is not None and prompt.text is not None
+        # Role and content only: a dataset's messages may carry more (names, tool calls).
+        else [
+            ChatMessage(role=m["role"], content=m["content"])
+            for m in (prompt.messages if prompt is not None and prompt.messages is not None else example.prompt)
+        ],
+        turns=turns,
+        final_answer=_scored_answer(reward)
+        or protocol.final_answer(completion.text, tool_outputs=len(executions))
+        or "",
+        ground_truth=jsonable(example.ground_truth),
+        reward=float(reward.total),
+        reward_components={key: float(value) for key, value in reward.components.items()},
+        correct=bool(reward.correct),
+        tool_call_count=len(executions),
+        truncated=completion.truncated,
+        prompt_tokens=len(trajectory.prompt_ids),
+        response_tokens=completion.response_tokens,
+    )
+
+
+def _scored_answer(reward: RewardResult) -> str | None:
+    answer = reward.details.get("answer") if isinstance(reward.details, dict) else None
+    return answer if isinstance(answer, str) and answer else None

@@ -1,0 +1,1 @@
+"""Seeded SFT trace generators, one module per family of tasks."""
