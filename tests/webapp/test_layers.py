@@ -1,6 +1,8 @@
-"""The webapp's layers, read from its source: core is the floor that every app stands on."""
+"""The webapp's layers, read from its source: core is the floor that every app stands on, and the
+metric series have one home."""
 
 import ast
+import re
 from pathlib import Path
 
 WEBAPP = Path(__file__).resolve().parents[2] / "webapp"
@@ -38,3 +40,20 @@ def test_the_import_reader_sees_relative_imports_and_those_inside_functions(tmp_
     source.parent.mkdir(parents=True)
     source.write_text("def late():\n    from ..runs import models\n    import webapp.ui.urls\n")
     assert imported(source, root=tmp_path) == {"webapp.runs.models", "webapp.ui.urls"}
+
+
+# The metric series' layout: its tables, its models and their reverse accessors on a run.
+SERIES_TABLES = re.compile(r"runs_metric(step|series|rollup)|\.(metric_steps|metric_series|rollups)\b")
+SERIES_MODELS = {f"webapp.runs.models.{name}" for name in ("MetricStep", "MetricSeries", "MetricRollup")}
+# Where the layout is defined (models, their migrations and admin pages) and its one home.
+SERIES_HOME = ("runs/models.py", "runs/admin.py", "runs/migrations/", "runs/metric_store/")
+
+
+def test_only_the_metric_store_knows_the_series_layout():
+    knowing = sorted(
+        str(path.relative_to(WEBAPP))
+        for path in WEBAPP.rglob("*.py")
+        if not str(path.relative_to(WEBAPP)).startswith(SERIES_HOME)
+        and (SERIES_TABLES.search(path.read_text()) or imported(path) & SERIES_MODELS)
+    )
+    assert knowing == []

@@ -11,9 +11,15 @@ from django.db import connection, transaction
 from pydantic import TypeAdapter, ValidationError
 
 from trainer.contract import MAX_METRIC_KEY, MetricKey, is_metric_key
-from webapp.runs.metric_store import SEAL_EVERY, WIDTHS, rebuild_rollups, write_metric_steps
+from webapp.runs.metric_store import (
+    SEAL_EVERY,
+    WIDTHS,
+    rebuild_rollups,
+    run_metric_series,
+    run_metric_series_scan,
+    write_metric_steps,
+)
 from webapp.runs.models import MetricRollup, MetricSeries, MetricStep, Run
-from webapp.runs.selectors import run_metric_series, run_metric_series_scan
 
 pytestmark = pytest.mark.django_db
 
