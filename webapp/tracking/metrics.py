@@ -15,13 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainer.contract import INT_MAX, is_metric_key
-from webapp.runs.metric_store import (
-    MetricPoint,
-    run_metric_history,
-    run_metric_latest,
-    update_summary,
-    write_metric_steps,
-)
+from webapp.runs.metric_store import MetricPoint, record_metric_steps, run_metric_history, run_metric_latest
 from webapp.runs.models import Run
 from webapp.tracking.entities import metric_json
 from webapp.tracking.errors import invalid
@@ -59,16 +53,14 @@ def parse_metric(item: Mapping[str, Any], where: str) -> tuple[str, float | None
 
 
 def write_metrics(run: Run, metrics: list[tuple[str, float | None, int, int]]) -> list[dict[str, Any]]:
-    """Write parsed metrics as metric steps (later ones win at a key and step) and update the run's
-    summary fields in memory; returns the rows written, as the ingest path returns them."""
+    """Write parsed metrics as metric steps (later ones win at a key and step), with the run's
+    summary fields; returns the rows written, as the ingest path returns them."""
     by_step: dict[int, dict[str, Any]] = {}
     for key, value, timestamp, step in metrics:
         entry = by_step.setdefault(step, {"step": step, "time": 0.0, "values": {}})
         entry["time"] = max(entry["time"], timestamp / 1000)
         entry["values"][key] = value
-    rows = write_metric_steps(run, [by_step[step] for step in sorted(by_step)])
-    update_summary(run, rows)
-    return rows
+    return record_metric_steps(run, [by_step[step] for step in sorted(by_step)])
 
 
 def _metric_json(point: MetricPoint) -> dict[str, Any]:

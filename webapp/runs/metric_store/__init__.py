@@ -18,7 +18,13 @@ from webapp.runs.metric_store.points import (
     run_metric_latest,
     run_metric_rows,
 )
-from webapp.runs.metric_store.writes import SEAL_EVERY, rebuild_rollups, update_summary, write_metric_steps
+from webapp.runs.metric_store.writes import (
+    SEAL_EVERY,
+    rebuild_rollups,
+    record_metric_steps,
+    update_summary,
+    write_metric_steps,
+)
 
 __all__ = [
     "SEAL_EVERY",
@@ -26,6 +32,7 @@ __all__ = [
     "MetricPoint",
     "XAxis",
     "rebuild_rollups",
+    "record_metric_steps",
     "run_first_step_time",
     "run_first_steps",
     "run_metric_history",

@@ -488,6 +488,15 @@ def write_metric_steps(run: Run, steps: list[dict[str, Any]]) -> list[dict[str, 
     return rows
 
 
+def record_metric_steps(run: Run, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """write_metric_steps, and the run's summary fields saved from what it wrote: for a writer that
+    saves nothing else of the run (the ingest folds them into its own save)."""
+    rows = write_metric_steps(run, steps)
+    if rows:
+        run.save(update_fields=update_summary(run, rows))
+    return rows
+
+
 def update_summary(run: Run, rows: list[dict[str, Any]]) -> list[str]:
     """Update the run's summary (each key's latest value), last step and metric keys in memory from
     written rows; returns the fields to save."""
