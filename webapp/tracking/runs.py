@@ -23,7 +23,7 @@ from webapp.runs.events import publish_run_events
 from webapp.runs.external import ParamsChanged, external_run_add_params, external_run_beat, external_run_create
 from webapp.runs.models import Run
 from webapp.runs.services import run_update, runs_set_archived
-from webapp.runs.transitions import run_transition
+from webapp.runs.transitions import run_log, run_transition
 from webapp.tracking.entities import FROM_MLFLOW_STATUS, TO_MLFLOW_STATUS
 from webapp.tracking.errors import MlflowError, invalid, not_found, refused
 from webapp.tracking.experiments import experiment_by_id
@@ -39,6 +39,15 @@ MAX_BATCH_BYTES = 1_000_000
 MAX_KEY = 250
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
+# What MLflow 3.17.2's server does with a longer value that a run logs (log-batch, log-parameter,
+# set-tag): it answers 200 and keeps the value cut to the limit. Its store validates each param and
+# tag through _validate_param / _validate_tag (mlflow/store/tracking/sqlalchemy_store.py:2048, 2188,
+# 2209, 2397), which call _validate_length_limit(..., truncate=True) (mlflow/utils/validation.py:434,
+# 446); that returns value[:limit] (:551-556) while MLFLOW_TRUNCATE_LONG_VALUES is on, its default
+# (mlflow/environment_variables.py:832). Clients send whole values: a raw REST client, and the 3.17.2
+# client too (log_param sends Param(key, str(value)) as it is, mlflow/tracking/_tracking_service/
+# client.py:392-415). Experiment tags are refused instead, as MLflow refuses them (validation.py:451-457,
+# no truncate), and so are a new run's tags, which MLflow's create_run does not check at all.
 RUN_NAME_TAG = "mlflow.runName"
 LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
 
@@ -85,21 +94,35 @@ def _check_key(kind: str, key: Any) -> str:
     return key
 
 
-def _check_value(kind: str, key: str, value: Any, limit: int) -> str:
+def _check_value(kind: str, key: str, value: Any, limit: int, *, cut: bool = False) -> str:
+    """The value, or with `cut` its first `limit` characters (a run's logged params and tags, see
+    MAX_PARAM_VALUE); a longer one is refused otherwise."""
     if not isinstance(value, str):
         raise invalid(f"Invalid value for {kind} '{key}': a string.")
-    if len(value) > limit:
+    if len(value) > limit and not cut:
         raise invalid(f"{kind.capitalize()} '{key}' has a value of {len(value)} characters; at most {limit}.")
-    return value
+    return value[:limit]
 
 
-def key_values(items: list[Mapping[str, Any]], kind: str, limit: int) -> dict[str, str]:
+def key_values(items: list[Mapping[str, Any]], kind: str, limit: int, *, cut: bool = False) -> dict[str, str]:
     """`[{"key": k, "value": v}, ...]` as a dict (later ones win), each key and value checked."""
     out: dict[str, str] = {}
     for item in items:
         key = _check_key(kind, item.get("key"))
-        out[key] = _check_value(kind, key, item.get("value", ""), limit)
+        out[key] = _check_value(kind, key, item.get("value", ""), limit, cut=cut)
     return out
+
+
+def _cut_notes(params: list[Mapping[str, Any]], tags: list[Mapping[str, Any]]) -> list[str]:
+    """A line for the run's log for each value kept cut: the dashboard shows the value, not MLflow's
+    server log, so its user learns there why it ends short."""
+    return [
+        f"{kind} '{item['key']}' was {len(item['value']):,} characters long; its first {limit:,} were kept, "
+        "as MLflow keeps them"
+        for kind, items, limit in (("param", params, MAX_PARAM_VALUE), ("tag", tags, MAX_TAG_VALUE))
+        for item in items
+        if len(item.get("value", "")) > limit
+    ]
 
 
 def _moment(millis: int | None) -> datetime | None:
@@ -190,7 +213,7 @@ def log_batch(
         )
     parsed = [parse_metric(item, f"metrics[{i}]") for i, item in enumerate(metrics)]
     new_params = _params_in_order(params)
-    new_tags = key_values(tags, "tag", MAX_TAG_VALUE)
+    new_tags = key_values(tags, "tag", MAX_TAG_VALUE, cut=True)
     with transaction.atomic():
         run = writable_run(user, run_id)
         try:
@@ -202,6 +225,8 @@ def log_batch(
             events.append(("metrics", {"steps": write_metrics(run, parsed)}))
         if new_tags:
             _merge_tags(user, run, new_tags)
+        for note in _cut_notes(params, tags):
+            run_log(run=run, message=note, level="warning")
         publish_run_events(run, events, list_event="run.updated" if parsed else None)
         external_run_beat(run=run)
 
@@ -211,7 +236,7 @@ def _params_in_order(items: list[Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         key = _check_key("param", item.get("key"))
-        value = _check_value("param", key, item.get("value", ""), MAX_PARAM_VALUE)
+        value = _check_value("param", key, item.get("value", ""), MAX_PARAM_VALUE, cut=True)
         if key in out and out[key] != value:
             raise invalid(
                 f"Duplicate parameter keys have been submitted: [{key}]. Please ensure the request contains only "
