@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from trainer.config import ConfigError
 from trainer.contract import headline_metrics
-from webapp.runs.metric_store import run_first_step_time
+from webapp.runs.metric_store import run_first_step_time, run_metric_singles
 from webapp.runs.models import ACTIVE_STATUSES, Run, RunStatus
 from webapp.runs.selectors import queue_positions
 from webapp.runs.services import run_cancel, run_fork, run_resume
@@ -59,6 +59,8 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "status": run.status,
         "lastStep": run.last_step,
         "metricKeys": list(run.metric_keys),
+        # Keys logged once: values in the summary row above the charts, not charts of one point.
+        "singles": [{"key": p.key, "step": p.step, "value": p.value} for p in run_metric_singles(run=run)],
         # Drawn first and prefetched; with the statuses that can still change, what the page's JS
         # knows of the trainer <-> dashboard contract.
         "headline": _headline(run),

@@ -17,6 +17,7 @@ from webapp.runs.metric_store.points import (
     run_metric_history,
     run_metric_latest,
     run_metric_rows,
+    run_metric_singles,
 )
 from webapp.runs.metric_store.writes import (
     SEAL_EVERY,
@@ -40,6 +41,7 @@ __all__ = [
     "run_metric_rows",
     "run_metric_series",
     "run_metric_series_scan",
+    "run_metric_singles",
     "update_summary",
     "write_metric_steps",
 ]

@@ -1,14 +1,15 @@
-"""A run's metric points one by one, as stored: a key's history, each key's latest value, whole rows
-for export, and where a run's steps begin."""
+"""A run's metric points one by one, as stored: a key's history, each key's latest value, the keys
+logged once, whole rows for export, and where a run's steps begin."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import Min
 
+from webapp.runs.metric_store.layout import WIDTHS
 from webapp.runs.models import MetricStep, Run, RunStatus
 
 
@@ -57,6 +58,31 @@ def run_metric_latest(*, run: Run, keys: list[str]) -> list[MetricPoint]:
         cursor.execute(_LATEST_SQL, {"keys": keys, "run": run.pk})
         rows = sorted(cursor.fetchall())  # in Python: the database's collation may order keys otherwise
     return [MetricPoint(key, step, time, value) for key, step, time, value in rows]
+
+
+# A rolled-up key with one number has one 32-step bucket, of count 1: its first two buckets (an
+# index probe) tell. Its rollup holds the point.
+_SINGLES_SQL = f"""
+SELECT s.key, min(r.last_step), min(r.last_value), min(r.time_us)
+FROM runs_metricseries AS s
+CROSS JOIN LATERAL (
+    SELECT n, last_step, last_value, time_us FROM runs_metricrollup
+    WHERE series_id = s.id AND width = {WIDTHS[0]} ORDER BY bucket LIMIT 2
+) AS r
+WHERE s.run_id = %s
+GROUP BY s.key
+HAVING count(*) = 1 AND sum(r.n) = 1
+"""
+
+
+def run_metric_singles(*, run: Run) -> list[MetricPoint]:
+    """The keys logged once (a trainer's final train_runtime, total_flos, …) with their one point,
+    in key order: those the store rolls up (one index probe a key); a key written around the store
+    is not looked for, as finding it would take a pass over the run's steps."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SINGLES_SQL, [run.pk])
+        rows = sorted(cursor.fetchall())
+    return [MetricPoint(key, step, datetime.fromtimestamp(us / 1e6, tz=UTC), value) for key, step, value, us in rows]
 
 
 def run_metric_rows(*, run: Run, keys: list[str]) -> Iterator[tuple[int, str, list[Any]]]:
