@@ -577,9 +577,8 @@ def measure_series(base_url: str, db_url: str, user: Any, sizes: Sizes) -> dict[
     from django.db import transaction
 
     from webapp.accounts.services import api_token_create
-    from webapp.runs.metric_store import rebuild_rollups
+    from webapp.runs.metric_store import rebuild_rollups, run_metric_series, run_metric_series_scan
     from webapp.runs.models import Run
-    from webapp.runs.selectors import run_metric_series, run_metric_series_scan
 
     run, _ = new_run(user, "series")
     log(f"loading {sizes.series_steps:,} steps x {len(METRIC_KEYS)} keys into run {run.pk}")

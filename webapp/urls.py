@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from webapp.accounts import views as accounts_views
 from webapp.core import views as core_views
 
 admin.site.site_header = admin.site.site_title = "tirlab administration"
@@ -10,7 +11,7 @@ admin.site.site_header = admin.site.site_title = "tirlab administration"
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.health, name="health"),
-    path("tokens/", core_views.tokens, name="tokens"),
+    path("tokens/", accounts_views.tokens, name="tokens"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,7 +1,8 @@
-// The run page: charts of every metric (headline first, then by '/' prefix), live status, the
-// trainer's phase and logs. Data: GET the metrics API (server-side downsampled) at load and on x-axis
-// changes; the run websocket's "metrics", "status", "phase" and "logs" events append live; while the
-// socket is down a poll of the run (and the metrics API when its last step moved) keeps the page current.
+// The run page: charts of every metric (headline first, then by '/' prefix), the metrics logged once
+// as values above them, live status, the trainer's phase and logs. Data: GET the metrics API
+// (server-side downsampled) at load and on x-axis changes; the run websocket's "metrics", "status",
+// "phase" and "logs" events append live; while the socket is down a poll of the run (and the
+// metrics API when its last step moved) keeps the page current.
 (function () {
   const C = window.TirlabCharts;
   const page = JSON.parse(document.getElementById("run-page-data").textContent);
@@ -11,7 +12,12 @@
     smooth: Math.min(Math.max(parseFloat(query.get("smooth")) || 0, 0), 0.99),
     x: query.get("x") === "time" ? "time" : "step",
   };
-  let keys = page.metricKeys.slice();
+  // A key logged once (HF Trainer's train_runtime, total_flos, …) is a value, not a chart of one
+  // point: key -> {step, value}. The server names those it knows; a series read or pushed later with
+  // one point joins them, and a key that gets a second point becomes a chart.
+  const singles = {};
+  page.singles.forEach(function (point) { singles[point.key] = { step: point.step, value: point.value }; });
+  let keys = page.metricKeys.filter(function (key) { return !(key in singles); }); // the charted keys
   let series = {}; // key -> series in the current x mode
   let lastStep = page.lastStep;
   let runStatus = page.status;
@@ -67,7 +73,79 @@
       }
       section.keys.forEach(function (key) { if (!charts[key]) chartDiv(key, grid); });
     });
-    document.getElementById("charts-empty").hidden = keys.length > 0;
+    document.getElementById("charts-empty").hidden = keys.length + Object.keys(singles).length > 0;
+  }
+
+  // --- metrics logged once ----------------------------------------------------------------------
+
+  function isSingle(s) {
+    return s.step.length === 1 && s.count[0] === 1;
+  }
+
+  // Six significant digits; large and tiny magnitudes (total_flos ~ 1e15) in exponent form.
+  function formatValue(value) {
+    const size = Math.abs(value);
+    if (size !== 0 && (size >= 1e6 || size < 1e-3)) {
+      const parts = value.toExponential(3).split("e");
+      return +parts[0] + "e" + +parts[1];
+    }
+    return String(+value.toPrecision(6));
+  }
+
+  function singleItem(key) {
+    const point = singles[key];
+    const item = document.createElement("div");
+    item.className = "metric-single";
+    item.dataset.key = key;
+    const name = document.createElement("dt");
+    name.textContent = key;
+    const value = document.createElement("dd");
+    const number = document.createElement("span");
+    number.className = "single-value";
+    number.textContent = formatValue(point.value);
+    number.title = String(point.value);
+    const step = document.createElement("small");
+    step.className = "single-step";
+    step.textContent = "step " + point.step;
+    value.append(number, " ", step);
+    item.append(name, value);
+    return item;
+  }
+
+  function showSingles() {
+    const names = Object.keys(singles).sort();
+    document.getElementById("metric-singles-list").replaceChildren(...names.map(singleItem));
+    document.getElementById("metric-singles").hidden = names.length === 0;
+    document.getElementById("charts-empty").hidden = keys.length + names.length > 0;
+  }
+
+  function toSingle(key, point) {
+    singles[key] = point;
+    keys = keys.filter(function (k) { return k !== key; });
+    delete series[key];
+    const chart = charts[key];
+    if (chart) {
+      observer.unobserve(chart.div);
+      const grid = chart.div.parentElement;
+      chart.div.remove();
+      delete charts[key];
+      // A section left without charts goes too (the headline grid stays: it is the page's).
+      const box = grid.closest(".metric-section");
+      if (box && !grid.children.length) box.remove();
+    }
+  }
+
+  function unsingle(key) {
+    delete singles[key];
+    keys = keys.concat([key]);
+    buildLayout();
+  }
+
+  // A single's second point came: it becomes a chart, read whole from the API.
+  function toChart(key) {
+    unsingle(key);
+    showSingles();
+    return fetchSeries([key]).then(redraw);
   }
 
   // --- drawing ----------------------------------------------------------------------------------
@@ -130,10 +208,22 @@
   }
 
   function takeSeries(body) {
+    let moved = false;
     Object.keys(body.series).forEach(function (key) {
-      series[key] = body.series[key];
+      const s = body.series[key];
+      if (isSingle(s)) {
+        toSingle(key, { step: s.step[0], value: s.last[0] });
+        moved = true;
+        return;
+      }
+      if (key in singles) { // it has more points than when it was listed
+        unsingle(key);
+        moved = true;
+      }
+      series[key] = s;
       if (charts[key]) charts[key].dirty = true;
     });
+    if (moved) showSingles();
   }
 
   async function loadAll() {
@@ -159,7 +249,7 @@
   }
 
   function addKeys(newKeys) {
-    const fresh = newKeys.filter(function (key) { return keys.indexOf(key) < 0; });
+    const fresh = newKeys.filter(function (key) { return keys.indexOf(key) < 0 && !(key in singles); });
     if (!fresh.length) return;
     keys = keys.concat(fresh);
     buildLayout();
@@ -168,14 +258,20 @@
 
   // One websocket "metrics" event: each new step becomes an exact point after the buckets.
   function appendSteps(steps) {
-    const fresh = [];
+    const fresh = {}; // a key new to the page -> its points in this event
+    const charted = [];
     steps.forEach(function (row) {
       if (firstStepTime === null) firstStepTime = row.time;
       if (lastStep === null || row.step > lastStep) lastStep = row.step;
       Object.keys(row.values).forEach(function (key) {
         const value = row.values[key];
         if (typeof value !== "number") return;
-        if (keys.indexOf(key) < 0) { if (fresh.indexOf(key) < 0) fresh.push(key); return; }
+        if (key in singles) {
+          if (row.step === singles[key].step) singles[key].value = value; // a re-sent step
+          else if (charted.indexOf(key) < 0) charted.push(key);
+          return;
+        }
+        if (keys.indexOf(key) < 0) { (fresh[key] = fresh[key] || []).push({ step: row.step, value: value }); return; }
         const s = series[key];
         if (!s) return;
         const n = s.step.length;
@@ -192,7 +288,18 @@
     });
     setText("run-last-step", lastStep === null ? "—" : String(lastStep));
     showPhase();
-    addKeys(fresh);
+    // A new key with one point in this event is a single until a second one comes (and the API,
+    // which may know points the socket missed, confirms it); the others get charts.
+    const many = [];
+    Object.keys(fresh).forEach(function (key) {
+      if (fresh[key].length === 1) singles[key] = fresh[key][0];
+      else many.push(key);
+    });
+    showSingles();
+    charted.forEach(toChart);
+    addKeys(many);
+    const lone = Object.keys(fresh).filter(function (key) { return fresh[key].length === 1; });
+    fetchSeries(lone).then(redraw);
     redraw();
   }
 
@@ -352,7 +459,8 @@
         chart.stale = true;
         return false;
       });
-      await fetchSeries(onScreen);
+      // The singles too: one may have got its second point while the socket was down.
+      await fetchSeries(onScreen.concat(Object.keys(singles)));
       redraw();
     }
     await pollLogs();
@@ -410,6 +518,7 @@
   document.querySelectorAll("#charts .js-only").forEach(function (el) { el.hidden = false; });
   showPhase();
   buildLayout();
+  showSingles();
   loadAll().catch(function (err) { setText("live-state", "could not load metrics: " + err.message); });
   TirlabLive.connect(page.wsPath, {
     onEvent: onEvent,

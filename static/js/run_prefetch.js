@@ -4,7 +4,11 @@
   const page = JSON.parse(document.getElementById("run-page-data").textContent);
   const query = new URLSearchParams(location.search);
   const x = query.get("x") === "time" ? "time" : "step";
-  const keys = page.headline.filter(function (key) { return page.metricKeys.indexOf(key) >= 0; });
+  // The headline's charted keys, as run_page.js lays them out: a key logged once is no chart.
+  const singles = page.singles.map(function (point) { return point.key; });
+  const keys = page.headline.filter(function (key) {
+    return page.metricKeys.indexOf(key) >= 0 && singles.indexOf(key) < 0;
+  });
   if (!keys.length) return;
   const url = page.metricsUrl + "?x=" + x + "&max_points=" + page.maxPoints +
     "&keys=" + keys.map(encodeURIComponent).join(",");

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from tests.browser._helpers import in_thread, log_in
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
+from webapp.datasets.services import builtin_datasets_seed
+from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.runs.services import run_create
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.browser._helpers import in_thread, log_in, screenshot
-from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
+from webapp.datasets.services import builtin_datasets_seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,5 @@
-"""A Hugging Face Trainer with report_to=["mlflow"] pointed at tirlab: its loss curve on the run page.
+"""A Hugging Face Trainer with report_to=["mlflow"] pointed at tirlab: its loss curve on the run page,
+and what it logs once at its end (train_runtime, total_flos, …) as values above the charts.
 
 A tiny Llama built from a config (no hub) trains for a few steps on CPU; transformers' own
 MLflowCallback starts the run, logs the model config and TrainingArguments as params and the loss at
@@ -73,6 +74,16 @@ def test_a_hugging_face_trainer_run_shows_its_loss_curve(page, live_server, rese
     assert "loss" in headline
     steps = page.evaluate("document.querySelector(\".chart[data-key='loss']\").data[2].customdata.map(c => c[0])")
     assert steps == list(range(1, STEPS + 1))
+    # What the Trainer logs once, at its end, is a value each above the charts, not a chart of one point.
+    page.wait_for_function("window.tirlabRunPage.allLoadedMs")
+    once = ["total_flos", "train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second"]
+    shown = page.eval_on_selector_all(
+        "#metric-singles .metric-single",
+        "items => items.map(i => [i.querySelector('dt').innerText, i.querySelector('.single-step').innerText])",
+    )
+    assert shown == [[key, f"step {STEPS}"] for key in once]
+    charted = page.eval_on_selector_all(".chart[data-key]", "divs => divs.map(d => d.dataset.key)")
+    assert not set(once) & set(charted) and {"loss", "grad_norm", "learning_rate", "epoch"} <= set(charted)
     assert "MLflow" in page.inner_text(".run-meta")
     assert page.locator("#cancel-form").count() == 0 and page.locator("#fork").count() == 0
     assert page.locator("#params-tree code.param-name", has_text="learning_rate").count() == 1
@@ -81,5 +92,9 @@ def test_a_hugging_face_trainer_run_shows_its_loss_curve(page, live_server, rese
     screenshot(page, "run_page_mlflow_dark.png")
     toggle_theme(page)
     assert_readable_in_both_themes(
-        page, ".run-meta .chip", "#params-tree li.param-leaf:first-child", "#mlflow-tags tr:first-child td"
+        page,
+        ".run-meta .chip",
+        "#params-tree li.param-leaf:first-child",
+        "#mlflow-tags tr:first-child td",
+        "#metric-singles .metric-single[data-key='train_runtime'] .single-value",
     )

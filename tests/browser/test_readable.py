@@ -7,7 +7,8 @@ like a coloured box; these tests read the colours Chromium computes, so such a b
 import pytest
 
 from tests.browser._helpers import assert_readable_in_both_themes, in_thread, log_in
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
+from webapp.datasets.services import builtin_datasets_seed
+from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.services import run_create
 

@@ -1,11 +1,10 @@
 """Reward configs in a real browser: try a reward on a pasted completion, save a config from a preset."""
 
-
 import pytest
 
 from tests.browser._helpers import in_thread, log_in, screenshot
-from webapp.core.seed import builtin_reward_configs_seed
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import builtin_reward_configs_seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

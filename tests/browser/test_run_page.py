@@ -1,11 +1,12 @@
-"""The run page in Chromium: charts from stored metrics, live updates by polling, cancel, fork."""
+"""The run page in Chromium: charts from stored metrics, metrics logged once as values, live updates
+by polling, cancel, fork."""
 
 import re
 from urllib.parse import quote, urlsplit
 
 import pytest
 
-from tests.browser._helpers import in_thread, screenshot
+from tests.browser._helpers import assert_readable_in_both_themes, in_thread, screenshot
 from trainer.contract import HEADLINE_METRICS
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import Run, RunStatus
@@ -107,11 +108,68 @@ def test_a_new_step_appears_through_the_polling_fallback(page, live_server, rese
         "document.querySelector(\".chart[data-key='accuracy']\").data[2].customdata.length === 11", timeout=12_000
     )
     assert chart_steps(page, "accuracy")[-1] == 10
-    page.wait_for_selector(".chart[data-key='val/accuracy']", timeout=12_000)
+    # The new metric has one point so far: a value above the charts, until its second one.
+    page.wait_for_selector("#metric-singles .metric-single[data-key='val/accuracy']", timeout=12_000)
     page.wait_for_function("document.getElementById('log-lines').textContent.includes('step 10 done')")
     assert page.inner_text("#run-last-step") == "10"
+    batch = {"metrics": [{"step": 11, "time": T0 + 330, "values": {**step_values(11), "val/accuracy": 0.8}}]}
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload=batch)
+    page.locator(".chart[data-key='val/accuracy']").scroll_into_view_if_needed(timeout=12_000)
+    page.wait_for_function("document.querySelector(\".chart[data-key='val/accuracy']\").data")
+    assert chart_steps(page, "val/accuracy") == [10, 11]
+    assert page.locator("#metric-singles").is_hidden()
     in_thread(ingest_batch, run_id=run.pk, token=token, payload={"status": {"status": "succeeded"}})
     page.wait_for_function("document.getElementById('run-status').textContent === 'succeeded'", timeout=12_000)
+
+
+def singles_shown(page) -> list[tuple[str, str, str]]:
+    """The summary row of metrics logged once, as the user reads it: (name, value, step)."""
+    shown = page.eval_on_selector_all(
+        "#metric-singles .metric-single",
+        "items => items.map(i => [i.querySelector('dt').innerText, i.querySelector('.single-value').innerText,"
+        " i.querySelector('.single-step').innerText])",
+    )
+    return [tuple(item) for item in shown]
+
+
+def test_a_metric_logged_once_is_a_value_above_the_charts_until_it_is_logged_again(page, live_server, researcher):
+    run, token = in_thread(reporting_run, user=researcher, steps=10)
+    # What a trainer logs once at its end (the HF Trainer's train_runtime, total_flos), at its last step.
+    final = {"train_runtime": 123.456789, "total_flos": 1.2345e15, "train_loss": 0.5}
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload={"metrics": [{"step": 9, "values": final}]})
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.allLoadedMs")
+    assert page.locator("#metric-singles").is_visible()
+    assert page.inner_text("#metric-singles h3") == "Logged once"
+    assert singles_shown(page) == [
+        ("total_flos", "1.235e15", "step 9"),
+        ("train_loss", "0.5", "step 9"),
+        ("train_runtime", "123.457", "step 9"),
+    ]
+    charted = page.eval_on_selector_all(".chart[data-key]", "divs => divs.map(d => d.dataset.key)")
+    assert not set(final) & set(charted) and "accuracy" in charted
+    assert page.get_attribute("#metric-singles .metric-single[data-key='train_runtime'] .single-value", "title") == (
+        "123.456789"
+    )
+    item = "#metric-singles .metric-single[data-key='total_flos']"
+    assert_readable_in_both_themes(
+        page, "#metric-singles h3", f"{item} dt", f"{item} .single-value", f"{item} .single-step"
+    )
+
+    # A new metric pushed once by the websocket joins the row at once.
+    row = {"step": 10, "time": T0 + 300, "values": {**step_values(10), "eval/reward": 0.25}}
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload={"metrics": [row]})
+    page.evaluate("row => window.tirlabRunPage.handleEvent({event: 'metrics', data: {steps: [row]}})", row)
+    assert ("eval/reward", "0.25", "step 10") in singles_shown(page)
+    assert page.locator(".chart[data-key='eval/reward']").count() == 0
+
+    # Logged a second time, a metric is a chart again (here through the polling fallback).
+    again = {"step": 11, "time": T0 + 330, "values": {**step_values(11), "total_flos": 2.5e15}}
+    in_thread(ingest_batch, run_id=run.pk, token=token, payload={"metrics": [again]})
+    page.locator(".chart[data-key='total_flos']").scroll_into_view_if_needed(timeout=12_000)
+    page.wait_for_function("document.querySelector(\".chart[data-key='total_flos']\").data")
+    assert chart_steps(page, "total_flos") == [9, 11]
+    assert [name for name, _, _ in singles_shown(page)] == ["eval/reward", "train_loss", "train_runtime"]
 
 
 def test_cancel_button_cancels_the_run(page, live_server, researcher):

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from tests.browser._helpers import assert_readable_in_both_themes, in_thread, log_in, screenshot, toggle_theme
-from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
+from webapp.datasets.services import builtin_datasets_seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

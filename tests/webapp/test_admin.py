@@ -2,7 +2,8 @@ import pytest
 from django.apps import apps
 from django.contrib import admin
 
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
+from webapp.datasets.services import builtin_datasets_seed
+from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.runs.models import Experiment, MetricSeries
 from webapp.tracking.models import MlflowExperiment, MlflowRun
 

@@ -27,9 +27,9 @@ from schemathesis.transport.serialization import Binary
 
 from tests.webapp.test_ingest import batch
 from webapp.accounts.services import api_token_create
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
-from webapp.datasets.services import dataset_create_from_upload
+from webapp.datasets.services import builtin_datasets_seed, dataset_create_from_upload
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import Experiment
 from webapp.runs.services import run_transition

@@ -10,7 +10,8 @@ import pytest
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
+from webapp.datasets.services import builtin_datasets_seed
+from webapp.rewards.services import builtin_reward_configs_seed
 
 pytestmark = pytest.mark.django_db
 

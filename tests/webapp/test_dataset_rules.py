@@ -10,9 +10,8 @@ from django.test import Client
 
 from tests.webapp.conftest import client_for
 from trainer.data.datasets import BUILTIN_FILES, load_dataset
-from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
-from webapp.datasets.services import dataset_create_from_upload
+from webapp.datasets.services import builtin_datasets_seed, dataset_create_from_upload
 from webapp.runs.services import run_create
 
 pytestmark = pytest.mark.django_db

@@ -11,9 +11,16 @@ from django.db import connection, transaction
 from pydantic import TypeAdapter, ValidationError
 
 from trainer.contract import MAX_METRIC_KEY, MetricKey, is_metric_key
-from webapp.runs.metric_store import SEAL_EVERY, WIDTHS, rebuild_rollups, write_metric_steps
+from webapp.runs.metric_store import (
+    SEAL_EVERY,
+    WIDTHS,
+    rebuild_rollups,
+    run_metric_series,
+    run_metric_series_scan,
+    run_metric_singles,
+    write_metric_steps,
+)
 from webapp.runs.models import MetricRollup, MetricSeries, MetricStep, Run
-from webapp.runs.selectors import run_metric_series, run_metric_series_scan
 
 pytestmark = pytest.mark.django_db
 
@@ -397,3 +404,23 @@ def test_rows_are_exact_below_the_open_bucket(run_and_token):
         assert (n, first, last_step) == (len(members), min(members), max(members))
         checked += 1
     assert checked > 300
+
+
+def test_the_keys_logged_once_are_found_with_their_point(run_and_token):
+    run, _ = run_and_token
+    model = Model()
+    model.write(run, [{"step": step, "time": T0 + step, "values": {"loss": 1.0 / (step + 1)}} for step in range(50)])
+    model.write(
+        run,
+        [
+            {"step": 49, "time": T0 + 49, "values": {"train_runtime": 12.5, "nan_once": None, "twice": 1.0}},
+            {"step": 40, "time": T0 + 40, "values": {"same_bucket": 3.0}},
+            {"step": 41, "time": T0 + 41, "values": {"same_bucket": 4.0}},
+        ],
+    )
+    # A re-sent step keeps one point; a second step in another 32-step bucket makes two.
+    model.write(run, [{"step": 49, "time": T0 + 49, "values": {"train_runtime": 13.0}}])
+    model.write(run, [{"step": 1000, "time": T0 + 1000, "values": {"twice": 2.0}}])
+    singles = run_metric_singles(run=run)
+    assert [(p.key, p.step, p.value) for p in singles] == [("train_runtime", 49, 13.0)]
+    assert singles[0].time == datetime.fromtimestamp(T0 + 49, tz=UTC)

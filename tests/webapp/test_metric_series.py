@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from webapp.runs.metric_store import run_metric_series
 from webapp.runs.models import MetricStep
-from webapp.runs.selectors import run_metric_series
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.webapp.test_metric_series import as_buckets, brute_force
+from webapp.runs.metric_store import run_metric_series
 from webapp.runs.models import MetricStep
-from webapp.runs.selectors import run_metric_series
 
 pytestmark = pytest.mark.django_db
 

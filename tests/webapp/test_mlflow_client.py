@@ -258,3 +258,50 @@ def test_what_tirlab_does_not_offer_says_so_and_is_not_retried(as_alice, alice, 
     ):
         answer = httpx.request(method, f"{live_server.url}/mlflow/{path}", headers=headers, json={})
         assert answer.status_code == 404 and answer.json()["error_code"] == "ENDPOINT_NOT_FOUND", path
+
+
+def test_an_over_long_param_or_tag_is_kept_cut_to_mlflows_limit_and_the_batch_written(as_alice, alice, live_server):
+    # MLflow 3.17.2's server answers 200 and keeps the first 6,000 (params) or 8,000 (run tags)
+    # characters (webapp/tracking/runs.py says where); a raw REST client sends whole values.
+    import httpx
+
+    run_id = MlflowClient().create_run("0").info.run_id
+    prompt, note = "p" * 5990 + "0123456789abc", "n" * 9000
+    answer = httpx.post(
+        f"{live_server.url}/mlflow/api/2.0/mlflow/runs/log-batch",
+        headers={"Authorization": f"Bearer {api_token(alice)}"},
+        json={
+            "run_id": run_id,
+            "params": [{"key": "prompt", "value": prompt}, {"key": "lr", "value": "1e-6"}],
+            "tags": [{"key": "note", "value": note}],
+            "metrics": [{"key": "loss", "value": 0.5, "timestamp": 0, "step": 1}],
+        },
+    )
+    assert (answer.status_code, answer.json()) == (200, {})
+    data = MlflowClient().get_run(run_id).data
+    assert data.params == {"prompt": prompt[:6000], "lr": "1e-6"} and len(data.params["prompt"]) == 6000
+    assert data.tags["note"] == note[:8000] and data.metrics == {"loss": 0.5}
+    warnings = Run.objects.get(pk=int(run_id)).log_lines.filter(level="warning").values_list("message", flat=True)
+    assert sorted(warnings) == [
+        "param 'prompt' was 6,003 characters long; its first 6,000 were kept, as MLflow keeps them",
+        "tag 'note' was 9,000 characters long; its first 8,000 were kept, as MLflow keeps them",
+    ]
+
+
+def test_the_client_logs_an_over_long_param_as_mlflow_takes_it(as_alice):
+    client = MlflowClient()
+    run_id = client.create_run("0").info.run_id
+    config = "{" + "x" * 6999 + "}"  # a whole config logged as one param, as trainers do
+    client.log_param(run_id, "config", config)
+    with mlflow.start_run(run_id=run_id):  # the fluent API sends them through log-batch
+        mlflow.log_params({"config": config, "seed": 1})  # the same value again: cut alike, so unchanged
+        mlflow.set_tag("summary", "s" * 8001)
+    data = client.get_run(run_id).data
+    assert data.params == {"config": config[:6000], "seed": "1"}
+    assert data.tags["summary"] == "s" * 8000
+    # Write-once compares what is kept: another value that differs only past 6,000 characters is the same param.
+    client.log_param(run_id, "config", config[:6000] + "different tail")
+    with pytest.raises(MlflowException) as refused:
+        client.log_param(run_id, "config", "{}")
+    assert refused.value.error_code == "INVALID_PARAMETER_VALUE"
+    assert "Changing param values is not allowed" in refused.value.message

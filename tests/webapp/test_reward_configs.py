@@ -6,8 +6,8 @@ from django.test import Client
 
 from tests.webapp.conftest import client_for
 from trainer.rewards import reward_defaults
-from webapp.core.seed import builtin_reward_configs_seed
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import builtin_reward_configs_seed
 
 pytestmark = pytest.mark.django_db
 

@@ -3,9 +3,10 @@ import json
 import pytest
 
 from trainer.rewards import REWARD_NAMES
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
 from webapp.core.tokens import hash_secret
+from webapp.datasets.services import builtin_datasets_seed
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.runs.models import Run
 from webapp.runs.transitions import run_transition
 

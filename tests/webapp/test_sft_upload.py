@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from trainer.config import BUILTIN_SFT_TRACES
 from trainer.sft.data import load_sft_dataset
-from webapp.core.seed import builtin_datasets_seed
 from webapp.datasets.models import Dataset
+from webapp.datasets.services import builtin_datasets_seed
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db

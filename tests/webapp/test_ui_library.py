@@ -10,10 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
 from webapp.datasets.models import Dataset
-from webapp.datasets.services import dataset_create_from_upload
+from webapp.datasets.services import builtin_datasets_seed, dataset_create_from_upload
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import builtin_reward_configs_seed
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,9 @@ import pytest
 
 from trainer.config import default_config
 from trainer.presets import preset_config
-from webapp.core.seed import builtin_datasets_seed, builtin_reward_configs_seed
+from webapp.datasets.services import builtin_datasets_seed
 from webapp.rewards.models import RewardConfig
+from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.runs.models import Experiment, Run
 from webapp.ui.config_form import all_fields, config_sections
 

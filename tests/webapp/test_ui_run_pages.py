@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from trainer.contract import ACTIVE_STATUSES, CALL_HEADLINE_METRICS, HEADLINE_METRICS
+from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import MetricStep, Run, RunStatus
 from webapp.runs.transitions import run_log, run_transition
 
@@ -90,6 +91,16 @@ def test_a_function_calling_run_draws_its_call_metrics_first_and_compare_picks_t
     Run.objects.filter(pk=code.pk).update(metric_keys=["accuracy", "tool_call_ratio"])
     compared = page_data(client.get(f"/compare/?runs={first.pk},{code.pk}").content.decode(), "compare-page-data")
     assert compared["metrics"] == ["accuracy", "tool_call_ratio", "response_length/mean", *CALL_HEADLINE_METRICS[:-1]]
+
+
+def test_the_run_pages_data_names_the_metrics_logged_once(owner, run_and_token):
+    run, token = run_and_token
+    steps = [{"step": step, "time": 1_780_000_000.0 + step, "values": {"loss": 1.0 - step / 10}} for step in range(3)]
+    steps.append({"step": 2, "time": 1_780_000_002.0, "values": {"train_runtime": 61.5}})
+    ingest_batch(run_id=run.pk, token=token, payload={"metrics": steps})
+    data = page_data(browser_for(owner).get(f"/runs/{run.pk}/").content.decode(), "run-page-data")
+    assert data["singles"] == [{"key": "train_runtime", "step": 2, "value": 61.5}]
+    assert data["metricKeys"] == ["loss", "train_runtime"]
 
 
 def test_an_unmanaged_queued_run_says_it_waits_for_its_trainer(make_run, owner):

@@ -1,15 +1,35 @@
-"""What every tirlab starts with: an admin account, the built-in datasets and reward presets."""
+"""What every tirlab starts with: an admin account, and the built-in rows of the apps that ship some.
+
+Core knows no app above it: an app with built-in rows (datasets, reward presets) registers a seeder
+here from its AppConfig.ready, and `manage.py tirlab_bootstrap` runs them all, in INSTALLED_APPS order.
+"""
 
 import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.db.models import Model
 
-from trainer.data.datasets import BUILTIN_FILES
-from trainer.rewards import REWARD_DESCRIPTIONS, REWARD_NAMES, reward_defaults
-from webapp.datasets.models import Dataset
-from webapp.datasets.services import dataset_register_builtin
-from webapp.rewards.models import RewardConfig
-from webapp.rewards.services import reward_config_register_builtin
+
+@dataclass(frozen=True)
+class Seeder:
+    """Creates or refreshes an app's built-in rows (idempotent) and returns them."""
+
+    title: str
+    seed: Callable[[], Sequence[Model]]
+
+
+_SEEDERS: dict[str, Seeder] = {}
+
+
+def seeder_register(*, title: str, seed: Callable[[], Sequence[Model]]) -> None:
+    """Have `tirlab_bootstrap` run `seed`, printing `title: <the rows' names>`; one seeder a title."""
+    _SEEDERS[title] = Seeder(title=title, seed=seed)
+
+
+def seeders() -> list[Seeder]:
+    return list(_SEEDERS.values())
 
 
 def admin_create_if_missing(*, username: str = "admin", password: str = "") -> str | None:
@@ -20,21 +40,3 @@ def admin_create_if_missing(*, username: str = "admin", password: str = "") -> s
     password = password or secrets.token_urlsafe(12)
     users.objects.create_superuser(username=username, email="", password=password)
     return password
-
-
-def builtin_datasets_seed() -> list[Dataset]:
-    """The trainer's built-in dataset files as rows, so a name means the same file on both sides."""
-    return [
-        dataset_register_builtin(name=dataset.name, path=dataset.path, description=dataset.description)
-        for dataset in BUILTIN_FILES.values()
-    ]
-
-
-def builtin_reward_configs_seed() -> list[RewardConfig]:
-    defaults = reward_defaults()
-    return [
-        reward_config_register_builtin(
-            name=name, reward=name, params=defaults[name], description=REWARD_DESCRIPTIONS[name]
-        )
-        for name in REWARD_NAMES
-    ]

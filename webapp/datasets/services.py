@@ -11,7 +11,7 @@ from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from trainer.data.datasets import DatasetError, DatasetInfo, inspect_dataset
+from trainer.data.datasets import BUILTIN_FILES, DatasetError, DatasetInfo, inspect_dataset
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 
@@ -79,6 +79,14 @@ def dataset_register_builtin(*, name: str, path: Path, description: str) -> Data
         defaults={"description": description, "path": str(path), "original_filename": path.name, **_fields(info)},
     )
     return dataset
+
+
+def builtin_datasets_seed() -> list[Dataset]:
+    """The trainer's built-in dataset files as rows, so a name means the same file on both sides."""
+    return [
+        dataset_register_builtin(name=dataset.name, path=dataset.path, description=dataset.description)
+        for dataset in BUILTIN_FILES.values()
+    ]
 
 
 def _check_may_change(dataset: Dataset, user: AbstractBaseUser) -> None:

@@ -9,7 +9,13 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from trainer.rewards import RewardParamsError, validate_reward_params
+from trainer.rewards import (
+    REWARD_DESCRIPTIONS,
+    REWARD_NAMES,
+    RewardParamsError,
+    reward_defaults,
+    validate_reward_params,
+)
 from webapp.core.permissions import may_change
 from webapp.rewards.models import RewardConfig
 
@@ -86,3 +92,14 @@ def reward_config_register_builtin(*, name: str, reward: str, params: dict[str, 
         builtin=True, name=name, defaults={"reward": reward, "params": params, "description": description}
     )
     return config
+
+
+def builtin_reward_configs_seed() -> list[RewardConfig]:
+    """One built-in config per registered reward, with its default parameters."""
+    defaults = reward_defaults()
+    return [
+        reward_config_register_builtin(
+            name=name, reward=name, params=defaults[name], description=REWARD_DESCRIPTIONS[name]
+        )
+        for name in REWARD_NAMES
+    ]

@@ -1,17 +1,19 @@
 """Writes to experiments and runs: creation, metadata, forks, resumes, cancel, archive, delete.
 
-The pages and the API call these with what the user sent; every rule about what may be written
-(names, tags, presets, who may use which experiment, which runs may go) is here, once. A refusal
-is a ConfigError for a run (its field errors sit beside the config's), a ValidationError for an
-experiment, or a Conflict (a run's state forbids it). Status changes are webapp.runs.transitions';
-the Ray side of a run is webapp.runs.tasks', queued after the commit.
+The pages, the API and the MLflow API call these with what the user sent; every rule about what may
+be written (names, tags, presets, who may use which experiment, which runs may go) is here, once
+(webapp.runs.external creates the runs other trainers report by the same rules). A refusal is a
+ConfigError for a run (its field errors sit beside the config's), a ValidationError for an
+experiment (a taken name has the code "unique"), or a Conflict (a run's state forbids it). Status
+changes are webapp.runs.transitions'; the Ray side of a run is webapp.runs.tasks', queued after the
+commit.
 """
 
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from trainer.config import DATASET_REF_PREFIX, ConfigError, merge_overrides, validate_config
 from trainer.data.datasets import dataset_misuse
@@ -131,7 +133,8 @@ def resolve_config(
     return resolved, sources
 
 
-def _experiment_errors_for_run(experiment: Experiment | None, user: AbstractBaseUser) -> dict[str, list[str]]:
+def experiment_errors_for_run(experiment: Experiment | None, user: AbstractBaseUser) -> dict[str, list[str]]:
+    """A run may go into an experiment its user may see (their own; any, for staff)."""
     if experiment is not None and not Experiment.objects.visible_to(user).filter(pk=experiment.pk).exists():
         return {"experiment": ["no such experiment"]}
     return {}
@@ -161,7 +164,7 @@ def run_create(
     Every problem with the metadata and the config is reported at once, as one ConfigError.
     """
     errors = run_metadata_errors(name=name, tags=tags, preset=preset, parent=parent)
-    errors.update(_experiment_errors_for_run(experiment, user))
+    errors.update(experiment_errors_for_run(experiment, user))
     try:
         snapshot, sources = resolve_config(config=config, user=user, reward_config=reward_config)
     except ConfigError as exc:
@@ -299,16 +302,37 @@ def run_delete(*, run: Run) -> None:
     run.delete()
 
 
+def _name_taken(name: str) -> ValidationError:
+    return ValidationError(
+        "There is already an experiment named %(name)r; choose it from the list.", code="unique", params={"name": name}
+    )
+
+
 def _experiment_errors(
     *, owner: AbstractBaseUser, name: str, tags: list[str], experiment: Experiment | None = None
-) -> dict[str, list[str]]:
-    errors = {"name": _name_errors(name, missing="Give the experiment a name."), "tags": _tag_errors(tags)}
+) -> dict[str, list]:
+    errors: dict[str, list] = {
+        "name": _name_errors(name, missing="Give the experiment a name."),
+        "tags": _tag_errors(tags),
+    }
     clash = Experiment.objects.filter(owner=owner, name=name)
     if experiment is not None:
         clash = clash.exclude(pk=experiment.pk)
     if not errors["name"] and clash.exists():
-        errors["name"] = [f"There is already an experiment named {name!r}; choose it from the list."]
+        errors["name"] = [_name_taken(name)]
     return {field: messages for field, messages in errors.items() if messages}
+
+
+def _saved_unless_taken(experiment: Experiment, *, create: bool) -> Experiment:
+    """Save, refusing as the check does when another request took the name since it looked
+    (two processes of one training job calling MLflow's set_experiment at once, say): the
+    owner-and-name constraint catches it, in a savepoint so the caller's transaction goes on."""
+    try:
+        with transaction.atomic():
+            experiment.save(force_insert=create)
+    except IntegrityError:
+        raise ValidationError({"name": [_name_taken(experiment.name)]}) from None
+    return experiment
 
 
 def experiment_create(
@@ -319,7 +343,8 @@ def experiment_create(
     errors = _experiment_errors(owner=user, name=name, tags=tags)
     if errors:
         raise ValidationError(errors)
-    return Experiment.objects.create(owner=user, name=name, description=description, tags=tags)
+    experiment = Experiment(owner=user, name=name, description=description, tags=tags)
+    return _saved_unless_taken(experiment, create=True)
 
 
 def experiment_update(
@@ -334,8 +359,7 @@ def experiment_update(
     experiment.name, experiment.tags = name, tags
     if description is not None:
         experiment.description = description
-    experiment.save()
-    return experiment
+    return _saved_unless_taken(experiment, create=False)
 
 
 def experiment_delete(*, experiment: Experiment) -> None:

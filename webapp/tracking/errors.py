@@ -57,3 +57,10 @@ def missing(name: str) -> MlflowError:
 
 def not_found(message: str) -> MlflowError:
     return MlflowError("RESOURCE_DOES_NOT_EXIST", message)
+
+
+def refused(entity: str, errors: dict[str, list[str]]) -> MlflowError:
+    """A service's refusal by field (webapp.runs.services: the rules the dashboard's doors apply too)
+    as INVALID_PARAMETER_VALUE, each field named: "Invalid run name: At most 200 characters."."""
+    named = (f"Invalid {entity} {field.replace('_', ' ')}: {' '.join(messages)}" for field, messages in errors.items())
+    return invalid(" ".join(named))

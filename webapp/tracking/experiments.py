@@ -1,22 +1,24 @@
 """Experiments through the MLflow API: find, create, get, search, tag.
 
-An experiment belongs to the user who creates it, as in the dashboard; names are unique per owner. A
-user sees their own experiments (staff see all), plus "Default" (id "0"), which holds their runs that
-belong to no experiment. MLflow's experiment deletion is not offered: tirlab deletes an experiment
-with its runs, from the dashboard.
+An experiment belongs to the user who creates it, as in the dashboard, and is created and changed by
+the dashboard's services (webapp.runs.services), so the same rules hold at both doors: names are
+stripped, unique per owner and at most 200 characters. A user sees their own experiments (staff see
+all), plus "Default" (id "0"), which holds their runs that belong to no experiment. MLflow's
+experiment deletion is not offered: tirlab deletes an experiment with its runs, from the dashboard.
 """
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from webapp.runs.models import Experiment
+from webapp.runs.services import experiment_create, experiment_update
 from webapp.tracking.entities import DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME, experiment_json
-from webapp.tracking.errors import MlflowError, invalid, not_found
+from webapp.tracking.errors import MlflowError, invalid, not_found, refused
 from webapp.tracking.models import MlflowExperiment
 from webapp.tracking.search import matches, page, parse_filter, parse_order_by, sort_rows
 
-MAX_NAME = Experiment._meta.get_field("name").max_length
 MAX_TAG_KEY, MAX_TAG_VALUE = 250, 20_000  # MLflow's MAX_EXPERIMENT_TAG_KEY_LENGTH / _VAL_LENGTH
 SEARCH_MAX_RESULTS = 50_000  # MLflow's MAX_EXPERIMENTS_LISTED_PER_PAGE
 
@@ -52,30 +54,35 @@ def _check_tags(tags: dict[str, str]) -> None:
             raise invalid(f"Experiment tag {key!r}'s value has {len(value)} characters; at most {MAX_TAG_VALUE}.")
 
 
+def _exists(name: str) -> MlflowError:
+    # The client's set_experiment takes this code from a racing create as "someone else made it".
+    return MlflowError("RESOURCE_ALREADY_EXISTS", f"Experiment(name={name}) already exists.")
+
+
+def _refused(exc: ValidationError) -> MlflowError:
+    """experiment_create's or experiment_update's refusal in MLflow's words: a taken name is
+    RESOURCE_ALREADY_EXISTS, anything else INVALID_PARAMETER_VALUE."""
+    for error in exc.error_dict.get("name", []):
+        if error.code == "unique":
+            return _exists(error.params["name"])
+    return refused("experiment", exc.message_dict)
+
+
 def create_experiment(user, name: str, tags: dict[str, str], artifact_location: str) -> Experiment:
-    name = name.strip()
-    if not name:
-        raise invalid("Experiment name must not be empty.")
-    if len(name) > MAX_NAME:
-        raise invalid(f"Experiment name is {len(name)} characters long; tirlab takes at most {MAX_NAME}.")
     if artifact_location:
         raise invalid(
             "tirlab keeps every run's artifacts itself (under the run's folder); leave artifact_location unset."
         )
     _check_tags(tags)
-    exists = MlflowError("RESOURCE_ALREADY_EXISTS", f"Experiment(name={name}) already exists.")
-    if name == DEFAULT_EXPERIMENT_NAME or Experiment.objects.filter(owner=user, name=name).exists():
-        raise exists
-    try:
-        with transaction.atomic():
-            experiment = Experiment.objects.create(
-                owner=user, name=name, description=tags.get("mlflow.note.content", "")
-            )
-            if tags:
-                MlflowExperiment.objects.create(experiment=experiment, tags=tags)
-    except IntegrityError:
-        # Two processes of one training job calling set_experiment at once: the other one made it.
-        raise exists from None
+    if name.strip() == DEFAULT_EXPERIMENT_NAME:
+        raise _exists(DEFAULT_EXPERIMENT_NAME)
+    with transaction.atomic():
+        try:
+            experiment = experiment_create(user=user, name=name, description=tags.get("mlflow.note.content", ""))
+        except ValidationError as exc:
+            raise _refused(exc) from None
+        if tags:
+            MlflowExperiment.objects.create(experiment=experiment, tags=tags)
     return experiment
 
 
@@ -91,7 +98,10 @@ def set_experiment_tag(user, experiment_id: str, key: str, value: str) -> None:
         row.tags = {**row.tags, key: value}
         row.save(update_fields=["tags"])
         if key == "mlflow.note.content":
-            Experiment.objects.filter(pk=experiment.pk).update(description=value)
+            try:
+                experiment_update(experiment=experiment, description=value)
+            except ValidationError as exc:
+                raise _refused(exc) from None
 
 
 def _attribute(experiment: dict, entity: str, key: str):

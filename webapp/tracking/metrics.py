@@ -14,10 +14,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import connection
-
 from trainer.contract import INT_MAX, is_metric_key
-from webapp.runs.metric_store import update_summary, write_metric_steps
+from webapp.runs.metric_store import MetricPoint, record_metric_steps, run_metric_history, run_metric_latest
 from webapp.runs.models import Run
 from webapp.tracking.entities import metric_json
 from webapp.tracking.errors import invalid
@@ -55,54 +53,28 @@ def parse_metric(item: Mapping[str, Any], where: str) -> tuple[str, float | None
 
 
 def write_metrics(run: Run, metrics: list[tuple[str, float | None, int, int]]) -> list[dict[str, Any]]:
-    """Write parsed metrics as metric steps (later ones win at a key and step) and update the run's
-    summary fields in memory; returns the rows written, as the ingest path returns them."""
+    """Write parsed metrics as metric steps (later ones win at a key and step), with the run's
+    summary fields; returns the rows written, as the ingest path returns them."""
     by_step: dict[int, dict[str, Any]] = {}
     for key, value, timestamp, step in metrics:
         entry = by_step.setdefault(step, {"step": step, "time": 0.0, "values": {}})
         entry["time"] = max(entry["time"], timestamp / 1000)
         entry["values"][key] = value
-    rows = write_metric_steps(run, [by_step[step] for step in sorted(by_step)])
-    update_summary(run, rows)
-    return rows
+    return record_metric_steps(run, [by_step[step] for step in sorted(by_step)])
 
 
-_HISTORY_SQL = """
-SELECT step, time, CASE WHEN jsonb_typeof("values" -> %(key)s) = 'number' THEN ("values" -> %(key)s)::float8 END
-FROM runs_metricstep
-WHERE run_id = %(run)s AND "values" ? %(key)s AND step >= %(from_step)s
-ORDER BY step LIMIT %(limit)s
-"""
+def _metric_json(point: MetricPoint) -> dict[str, Any]:
+    return metric_json(point.key, point.value, int(point.time.timestamp() * 1000), point.step)
 
 
 def metric_history(run: Run, key: str, *, from_step: int, max_results: int) -> tuple[list[dict[str, Any]], int | None]:
     """One page of a key's history from `from_step` on, and the step the next page starts at (None at the end)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_HISTORY_SQL, {"key": key, "run": run.pk, "from_step": from_step, "limit": max_results + 1})
-        rows = cursor.fetchall()
-    next_step = rows[max_results][0] if len(rows) > max_results else None
-    return [
-        metric_json(key, value, int(time.timestamp() * 1000), step) for step, time, value in rows[:max_results]
-    ], next_step
-
-
-_LATEST_SQL = """
-SELECT k.key, m.step, m.time,
-    CASE WHEN jsonb_typeof(m."values" -> k.key) = 'number' THEN (m."values" -> k.key)::float8 END
-FROM unnest(%(keys)s::text[]) AS k(key)
-CROSS JOIN LATERAL (
-    SELECT step, time, "values" FROM runs_metricstep
-    WHERE run_id = %(run)s AND "values" ? k.key ORDER BY step DESC LIMIT 1
-) AS m
-"""
+    points = run_metric_history(run=run, key=key, from_step=from_step, limit=max_results + 1)
+    next_step = points[max_results].step if len(points) > max_results else None
+    return [_metric_json(point) for point in points[:max_results]], next_step
 
 
 def latest_metrics(run: Run, keys: list[str] | None = None) -> list[dict[str, Any]]:
     """The value of each key (all the run's keys by default) at the last step it was logged at."""
     keys = list(run.metric_keys) if keys is None else keys
-    if not keys:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(_LATEST_SQL, {"keys": keys, "run": run.pk})
-        rows = cursor.fetchall()
-    return [metric_json(key, value, int(time.timestamp() * 1000), step) for key, step, time, value in sorted(rows)]
+    return [_metric_json(point) for point in run_metric_latest(run=run, keys=keys)]

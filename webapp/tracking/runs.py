@@ -1,10 +1,12 @@
 """Runs through the MLflow API: create, get, update, delete and restore, log a batch, tags.
 
 A run created here is a tirlab run (source "mlflow", not managed: tirlab neither launches nor stops
-it) owned by the caller. Only its owner writes to it, and only such runs are written to: a run of
-tirlab's own trainer is read-only here (its trainer reports through the ingest endpoint). Every
-write is one transaction under the run's row lock, checked whole before anything is written, and
-counts as the run's heartbeat: a run marked lost runs again when its trainer reports again.
+it) owned by the caller, created, renamed, archived and given params by the runs app's services
+(webapp.runs.external, webapp.runs.services), so a name follows the dashboard's rules. Only its
+owner writes to it, and only such runs are written to: a run of tirlab's own trainer is read-only
+here (its trainer reports through the ingest endpoint). Every write is one transaction under the
+run's row lock, checked whole before anything is written, and counts as the run's heartbeat: a run
+marked lost runs again when its trainer reports again.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
+from trainer.config import ConfigError
 from trainer.contract import is_metric_key
 from webapp.runs.events import publish_run_events
-from webapp.runs.models import Run, RunStatus
+from webapp.runs.external import ParamsChanged, external_run_add_params, external_run_beat, external_run_create
+from webapp.runs.models import Run
+from webapp.runs.services import run_update, runs_set_archived
 from webapp.runs.transitions import run_log, run_transition
 from webapp.tracking.entities import FROM_MLFLOW_STATUS, TO_MLFLOW_STATUS
-from webapp.tracking.errors import MlflowError, invalid, not_found
+from webapp.tracking.errors import MlflowError, invalid, not_found, refused
 from webapp.tracking.experiments import experiment_by_id
 from webapp.tracking.metrics import parse_metric, write_metrics
 from webapp.tracking.models import MlflowRun
@@ -35,7 +39,15 @@ MAX_BATCH_BYTES = 1_000_000
 MAX_KEY = 250
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
-MAX_RUN_NAME = Run._meta.get_field("name").max_length
+# What MLflow 3.17.2's server does with a longer value that a run logs (log-batch, log-parameter,
+# set-tag): it answers 200 and keeps the value cut to the limit. Its store validates each param and
+# tag through _validate_param / _validate_tag (mlflow/store/tracking/sqlalchemy_store.py:2048, 2188,
+# 2209, 2397), which call _validate_length_limit(..., truncate=True) (mlflow/utils/validation.py:434,
+# 446); that returns value[:limit] (:551-556) while MLFLOW_TRUNCATE_LONG_VALUES is on, its default
+# (mlflow/environment_variables.py:832). Clients send whole values: a raw REST client, and the 3.17.2
+# client too (log_param sends Param(key, str(value)) as it is, mlflow/tracking/_tracking_service/
+# client.py:392-415). Experiment tags are refused instead, as MLflow refuses them (validation.py:451-457,
+# no truncate), and so are a new run's tags, which MLflow's create_run does not check at all.
 RUN_NAME_TAG = "mlflow.runName"
 LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
 
@@ -82,28 +94,35 @@ def _check_key(kind: str, key: Any) -> str:
     return key
 
 
-def _check_value(kind: str, key: str, value: Any, limit: int) -> str:
+def _check_value(kind: str, key: str, value: Any, limit: int, *, cut: bool = False) -> str:
+    """The value, or with `cut` its first `limit` characters (a run's logged params and tags, see
+    MAX_PARAM_VALUE); a longer one is refused otherwise."""
     if not isinstance(value, str):
         raise invalid(f"Invalid value for {kind} '{key}': a string.")
-    if len(value) > limit:
+    if len(value) > limit and not cut:
         raise invalid(f"{kind.capitalize()} '{key}' has a value of {len(value)} characters; at most {limit}.")
-    return value
+    return value[:limit]
 
 
-def key_values(items: list[Mapping[str, Any]], kind: str, limit: int) -> dict[str, str]:
+def key_values(items: list[Mapping[str, Any]], kind: str, limit: int, *, cut: bool = False) -> dict[str, str]:
     """`[{"key": k, "value": v}, ...]` as a dict (later ones win), each key and value checked."""
     out: dict[str, str] = {}
     for item in items:
         key = _check_key(kind, item.get("key"))
-        out[key] = _check_value(kind, key, item.get("value", ""), limit)
+        out[key] = _check_value(kind, key, item.get("value", ""), limit, cut=cut)
     return out
 
 
-def _check_name(name: str) -> str:
-    name = name.strip()
-    if len(name) > MAX_RUN_NAME:
-        raise invalid(f"Run name is {len(name)} characters long; tirlab takes at most {MAX_RUN_NAME}.")
-    return name
+def _cut_notes(params: list[Mapping[str, Any]], tags: list[Mapping[str, Any]]) -> list[str]:
+    """A line for the run's log for each value kept cut: the dashboard shows the value, not MLflow's
+    server log, so its user learns there why it ends short."""
+    return [
+        f"{kind} '{item['key']}' was {len(item['value']):,} characters long; its first {limit:,} were kept, "
+        "as MLflow keeps them"
+        for kind, items, limit in (("param", params, MAX_PARAM_VALUE), ("tag", tags, MAX_TAG_VALUE))
+        for item in items
+        if len(item.get("value", "")) > limit
+    ]
 
 
 def _moment(millis: int | None) -> datetime | None:
@@ -114,42 +133,22 @@ def create_run(
     user, *, experiment_id: str, user_id: str, start_time: int | None, tags: dict[str, str], run_name: str
 ) -> Run:
     experiment = experiment_by_id(user, experiment_id)
-    if experiment is not None and experiment.owner_id != user.pk:
-        raise MlflowError("PERMISSION_DENIED", f"Experiment {experiment_id} belongs to another user.")
-    name = _check_name(run_name or tags.get(RUN_NAME_TAG, ""))
-    now = timezone.now()
     with transaction.atomic():
-        run = Run.objects.create(
-            name=name or "mlflow run",
-            description=tags.get("mlflow.note.content", ""),
-            experiment=experiment,
-            owner=user,
-            config={},
-            status=RunStatus.RUNNING,
-            started_at=_moment(start_time) or now,
-            heartbeat_at=now,
-            managed=False,
-            source="mlflow",
-        )
-        if not name:
-            # MLflow names a run the client did not name; tirlab names it after its id.
-            run.name = f"mlflow run {run.pk}"
-            run.save(update_fields=["name"])
+        try:
+            run = external_run_create(
+                user=user,
+                name=run_name or tags.get(RUN_NAME_TAG, ""),
+                experiment=experiment,
+                description=tags.get("mlflow.note.content", ""),
+                started_at=_moment(start_time),
+                logged_by=tags.get("mlflow.source.name", ""),
+            )
+        except ConfigError as exc:
+            raise refused("run", exc.errors) from None
         MlflowRun.objects.create(
             run=run, user_id=user_id[:256], tags={k: v for k, v in tags.items() if k != RUN_NAME_TAG}
         )
-        source = tags.get("mlflow.source.name", "")
-        run_log(run=run, message="created through the MLflow API" + (f" by {source}" if source else ""))
-        publish_run_events(run, [], list_event="run.created")
     return Run.objects.select_related("experiment", "owner", "mlflow").get(pk=run.pk)
-
-
-def _beat(run: Run, now: datetime) -> None:
-    """A write is a heartbeat; a lost run that reports again runs again."""
-    Run.objects.filter(pk=run.pk).update(heartbeat_at=now)
-    run.heartbeat_at = now
-    if run.status == RunStatus.LOST:
-        run_transition(run=run, status=RunStatus.RUNNING, reason="its trainer reports again")
 
 
 def update_run(user, run_id: str, *, status: str | None, end_time: int | None, run_name: str) -> Run:
@@ -163,29 +162,23 @@ def update_run(user, run_id: str, *, status: str | None, end_time: int | None, r
                 run_transition(run=run, status=target, end_time=_moment(end_time))
         elif status == "SCHEDULED" and TO_MLFLOW_STATUS[run.status] != "SCHEDULED":
             raise invalid("tirlab does not schedule runs reported through MLflow; SCHEDULED cannot be set.")
-        if status in (None, "RUNNING"):
-            _beat(run, timezone.now())
-        else:
-            Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+        external_run_beat(run=run)
     return Run.objects.select_related("experiment", "owner", "mlflow").get(pk=run.pk)
 
 
 def rename(run: Run, name: str) -> None:
-    name = _check_name(name)
-    if name and name != run.name:
-        run.name = name
-        run.save(update_fields=["name"])
-        publish_run_events(run, [], list_event="run.updated")
+    """A blank name leaves the run's as it is (the client sends none when it renames nothing)."""
+    if name.strip() and name.strip() != run.name:
+        try:
+            run_update(run=run, name=name)
+        except ConfigError as exc:
+            raise refused("run", exc.errors) from None
 
 
 def set_deleted(user, run_id: str, *, deleted: bool) -> None:
     """MLflow's delete_run / restore_run: a deleted run is an archived one (hidden from lists, kept)."""
     with transaction.atomic():
-        run = writable_run(user, run_id)
-        if run.archived != deleted:
-            run.archived = deleted
-            run.save(update_fields=["archived"])
-            publish_run_events(run, [], list_event="run.updated")
+        runs_set_archived(runs=[writable_run(user, run_id)], archived=deleted)
 
 
 def log_batch(
@@ -220,23 +213,22 @@ def log_batch(
         )
     parsed = [parse_metric(item, f"metrics[{i}]") for i, item in enumerate(metrics)]
     new_params = _params_in_order(params)
-    new_tags = key_values(tags, "tag", MAX_TAG_VALUE)
-    now = timezone.now()
+    new_tags = key_values(tags, "tag", MAX_TAG_VALUE, cut=True)
     with transaction.atomic():
         run = writable_run(user, run_id)
-        changed = _merge_params(run, new_params)
-        fields = ["config"] if changed else []
+        try:
+            external_run_add_params(run=run, params=new_params)
+        except ParamsChanged as exc:
+            raise _params_changed(run, exc) from None
         events: list[tuple[str, dict[str, Any]]] = []
         if parsed:
-            rows = write_metrics(run, parsed)
-            fields += ["summary", "last_step", "metric_keys"]
-            events.append(("metrics", {"steps": rows}))
-        if fields:
-            run.save(update_fields=fields)
+            events.append(("metrics", {"steps": write_metrics(run, parsed)}))
         if new_tags:
             _merge_tags(user, run, new_tags)
+        for note in _cut_notes(params, tags):
+            run_log(run=run, message=note, level="warning")
         publish_run_events(run, events, list_event="run.updated" if parsed else None)
-        _beat(run, now)
+        external_run_beat(run=run)
 
 
 def _params_in_order(items: list[Mapping[str, Any]]) -> dict[str, str]:
@@ -244,7 +236,7 @@ def _params_in_order(items: list[Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         key = _check_key("param", item.get("key"))
-        value = _check_value("param", key, item.get("value", ""), MAX_PARAM_VALUE)
+        value = _check_value("param", key, item.get("value", ""), MAX_PARAM_VALUE, cut=True)
         if key in out and out[key] != value:
             raise invalid(
                 f"Duplicate parameter keys have been submitted: [{key}]. Please ensure the request contains only "
@@ -254,19 +246,13 @@ def _params_in_order(items: list[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _merge_params(run: Run, params: dict[str, str]) -> bool:
-    """Params are write-once: the same value again is fine, another one is refused (MLflow's rule)."""
-    for key, value in params.items():
-        old = run.config.get(key)
-        if old is not None and old != value:
-            raise invalid(
-                f"Changing param values is not allowed. Param with key='{key}' was already logged with value="
-                f"'{old}' for run ID='{run.pk}'. Attempted logging new value '{value}'."
-            )
-    new = {key: value for key, value in params.items() if key not in run.config}
-    if new:
-        run.config = {**run.config, **new}
-    return bool(new)
+def _params_changed(run: Run, exc: ParamsChanged) -> MlflowError:
+    """Params are write-once (the runs app's rule, and MLflow's), refused in MLflow's words."""
+    key, (old, new) = next(iter(exc.changed.items()))
+    return invalid(
+        f"Changing param values is not allowed. Param with key='{key}' was already logged with value="
+        f"'{old}' for run ID='{run.pk}'. Attempted logging new value '{new}'."
+    )
 
 
 def _merge_tags(user, run: Run, tags: dict[str, str]) -> None:
@@ -289,4 +275,4 @@ def delete_tag(user, run_id: str, key: str) -> None:
             raise not_found(f"No tag with name: {key} in run with id {run_id}")
         row.tags = {k: v for k, v in row.tags.items() if k != key}
         row.save(update_fields=["tags"])
-        _beat(run, timezone.now())
+        external_run_beat(run=run)

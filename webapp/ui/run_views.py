@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from trainer.config import ConfigError
 from trainer.protocols import headline_metrics
-from webapp.runs.models import ACTIVE_STATUSES, MetricStep, Run, RunStatus
+from webapp.runs.metric_store import run_first_step_time, run_metric_singles
+from webapp.runs.models import ACTIVE_STATUSES, Run, RunStatus
 from webapp.runs.selectors import queue_positions
 from webapp.runs.services import run_cancel, run_fork, run_resume
 from webapp.runs.transitions import IllegalTransition
@@ -43,11 +44,6 @@ def _duration(run: Run) -> str:
     return f"{hours} h {minutes:02d} min {seconds:02d} s" if hours else f"{minutes} min {seconds:02d} s"
 
 
-def _first_step_time(run: Run) -> float | None:
-    first = MetricStep.objects.filter(run=run).order_by("step").values_list("time", flat=True).first()
-    return first.timestamp() if first else None
-
-
 def _headline(run: Run) -> list[str]:
     """The metrics the page draws first: a tirlab run's headline for its protocol; an external run's own."""
     if is_external(run):
@@ -63,12 +59,14 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "status": run.status,
         "lastStep": run.last_step,
         "metricKeys": list(run.metric_keys),
+        # Keys logged once: values in the summary row above the charts, not charts of one point.
+        "singles": [{"key": p.key, "step": p.step, "value": p.value} for p in run_metric_singles(run=run)],
         # Drawn first and prefetched; with the statuses that can still change, what the page's JS
         # knows of the trainer <-> dashboard contract.
         "headline": _headline(run),
         "activeStatuses": list(ACTIVE_STATUSES),
         "maxPoints": CHART_POINTS,
-        "firstStepTime": _first_step_time(run),
+        "firstStepTime": run_first_step_time(run),
         "lastLogId": lines[-1].pk if lines else 0,
         "runUrl": f"/api/v1/runs/{run.pk}/",
         "metricsUrl": f"/api/v1/runs/{run.pk}/metrics/",

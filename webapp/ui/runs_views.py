@@ -10,8 +10,9 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from webapp.runs.metric_store import run_first_steps
 from webapp.runs.models import Run, RunStatus
-from webapp.runs.selectors import RUN_SORTS, queue_positions, run_filter_choices, run_first_steps, run_list
+from webapp.runs.selectors import RUN_SORTS, queue_positions, run_filter_choices, run_list
 from webapp.runs.services import run_cancel, runs_set_archived
 from webapp.runs.transitions import IllegalTransition
 from webapp.ui.external_runs import external_model, is_external

@@ -30,8 +30,9 @@ from webapp.runs.api.serializers import (
     RunUpdateSerializer,
     TrajectorySerializer,
 )
+from webapp.runs.metric_store import run_metric_rows, run_metric_series
 from webapp.runs.models import Experiment, Run
-from webapp.runs.selectors import InvalidSearch, run_list, run_metric_rows, run_metric_series, run_trajectories
+from webapp.runs.selectors import InvalidSearch, run_list, run_trajectories
 from webapp.runs.services import (
     experiment_create,
     experiment_delete,

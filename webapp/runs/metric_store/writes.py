@@ -39,43 +39,22 @@ rollups behind: call rebuild_rollups(run) after.
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 from django.db import connection
 
+from webapp.runs.metric_store.layout import COLUMNS, RATIO, US_SQL, WIDTHS, columns
 from webapp.runs.models import Run
 
-# Each width divides the next: a bucket is the union of _RATIO buckets of the width below. Ratio 4,
-# not 16: a chart reads at most 4 rollups per point rather than 16 (measured with 16-step buckets
-# at the narrowest: 40 keys x 500 points of a 1,000,000-step run, 156,000 rollups in 290 ms with
-# 16, 39,000 in 105 ms with 4). 32 steps at the narrowest, not 16: a 100-step batch of 40 keys
-# merges 165 rows rather than 280 (a third of what rollups added to an ingest request), and
-# readers still take rollups once a series has max_points / 2 buckets of 32 steps.
-WIDTHS = (32, 128, 512, 2048, 8192, 32768, 131072)
-_RATIO = 4
 # How far a series goes past its sealed step before its wider buckets are written: one statement
 # per SEAL_EVERY steps rather than per 64 (measured: 1.3 statements of 2.6 ms a 100-step batch).
 SEAL_EVERY = 1024
 
-# A rollup's columns after (series_id, width, bucket), in the order an accumulator holds them
-# after its bucket.
-_COLUMNS = (
-    "n", "first_step", "last_step", "time_step", "last_value", "min_value", "max_value", "time_value", "time_us",
-)  # fmt: skip
-_TYPES = dict.fromkeys(_COLUMNS, "integer") | {
+_TYPES = dict.fromkeys(COLUMNS, "integer") | {
     "last_value": "float8", "min_value": "float8", "max_value": "float8", "time_value": "float8", "time_us": "bigint",
 }  # fmt: skip
 _BUCKET, _N, _FIRST, _LAST, _TIME_STEP, _LAST_VALUE, _MIN, _MAX, _TIME_VALUE, _TIME_US = range(10)
-
-
-def _columns(prefix: str = "") -> str:
-    return ", ".join(prefix + column for column in _COLUMNS)
-
-
-# Microseconds since the Unix epoch, exactly (extract gives numeric).
-US_SQL = "(extract(epoch FROM {0}) * 1000000)::bigint"
 
 # A bucket's rollup from the rollups c of the width below.
 _FROM_CHILDREN = """
@@ -84,58 +63,6 @@ _FROM_CHILDREN = """
     (array_agg(c.last_value ORDER BY c.last_step DESC))[1], min(c.min_value), max(c.max_value),
     (array_agg(c.time_value ORDER BY c.time_us DESC, c.time_step DESC))[1], max(c.time_us)
 """
-
-
-def covering_rollups_sql(series: str) -> str:
-    """A LATERAL subquery: the exact rollups that cover each series of `series` (a relation with
-    series_id, width and sealed: the series' sealed step, 0 if none) once: buckets of `width` below
-    the one holding `sealed`, then the sealed buckets of each narrower width, then 32-step buckets.
-
-    One branch per width with its width as a literal, so each is a range scan of one partition of
-    the (series_id, width, bucket) key; OFFSET 0 keeps the subquery apart, as joined to `series`
-    the planner took a range for a ninth of a partition and scanned all of it."""
-    branches = []
-    for width in WIDTHS:
-        # At the series' own width from its first bucket; narrower, from the open wider bucket.
-        lower = f"CASE WHEN {series}.width = {width} THEN 0 ELSE {series}.sealed / {width * _RATIO} * {_RATIO} END"
-        upper = "" if width == WIDTHS[0] else f" AND r.bucket < {series}.sealed / {width}"
-        branches.append(
-            f"SELECT r.width, r.bucket, {_columns('r.')} FROM runs_metricrollup AS r "
-            f"WHERE r.series_id = {series}.series_id AND r.width = {width} AND {width} <= {series}.width "
-            f"AND r.bucket >= {lower}{upper}"
-        )
-    return "LATERAL (\n    " + "\n    UNION ALL ".join(branches) + "\n    OFFSET 0\n)"
-
-
-@dataclass(frozen=True)
-class SeriesEdges:
-    """A rolled-up key: its series id, its first and last step (None when it has no number) and its
-    sealed step (0 when none)."""
-
-    series_id: int
-    first_step: int | None
-    last_step: int | None
-    sealed: int
-
-
-# A series' first or last 32-step bucket's step: an index probe.
-_EDGE = f"""
-    SELECT {{column}} FROM runs_metricrollup
-    WHERE series_id = s.id AND width = {WIDTHS[0]} ORDER BY bucket {{order}} LIMIT 1
-"""
-_EDGES = f"""
-SELECT s.key, s.id, ({_EDGE.format(column="first_step", order="ASC")}),
-    ({_EDGE.format(column="last_step", order="DESC")}), coalesce(s.sealed_step, 0)
-FROM runs_metricseries AS s
-WHERE s.run_id = %s AND s.key = ANY(%s::text[])
-"""
-
-
-def series_edges(cursor, run: Run, keys: list[str]) -> dict[str, SeriesEdges]:
-    """The rolled-up keys among `keys` (those with a series row), with their first and last steps:
-    two index probes a key (0.7 ms for 40 keys)."""
-    cursor.execute(_EDGES, [run.pk, keys])
-    return {key: SeriesEdges(*rest) for key, *rest in cursor.fetchall()}
 
 
 # The series rows of the keys (%(keys)s) as they were before the statement (`known`), those
@@ -167,11 +94,11 @@ ids AS (
 # 2.1 ms rather than 3.0 through the partitioned table).
 _ROLLUPS_CTE = f"""
 rollups AS (
-    INSERT INTO {{table}} AS r (series_id, width, bucket, {_columns()})
-    SELECT ids.id, b.width, b.bucket, {_columns("b.")}
+    INSERT INTO {{table}} AS r (series_id, width, bucket, {columns()})
+    SELECT ids.id, b.width, b.bucket, {columns("b.")}
     FROM json_to_record(%(rollups)s::json)
         AS c(key text[], width integer[], bucket integer[], {", ".join(f"{c} {t}[]" for c, t in _TYPES.items())})
-    CROSS JOIN LATERAL unnest(c.key, c.width, c.bucket, {_columns("c.")}) AS b(key, width, bucket, {_columns()})
+    CROSS JOIN LATERAL unnest(c.key, c.width, c.bucket, {columns("c.")}) AS b(key, width, bucket, {columns()})
     JOIN ids ON ids.key = b.key
     ON CONFLICT (series_id, width, bucket) DO UPDATE SET
         n = r.n + EXCLUDED.n,
@@ -265,17 +192,17 @@ WHERE m.run_id = %(run)s AND m.step > %(after)s ORDER BY m.step LIMIT %(limit)s
 # range a subquery apart: joined, the planner hashed a whole partition; 465 ms a batch on a
 # database holding a 1,000,000-step run).
 _RANGES_FROM_CHILDREN = f"""
-INSERT INTO runs_metricrollup (series_id, width, bucket, {_columns()})
-SELECT c.series_id, %(width)s, c.bucket / {_RATIO}, {_FROM_CHILDREN}
+INSERT INTO runs_metricrollup (series_id, width, bucket, {columns()})
+SELECT c.series_id, %(width)s, c.bucket / {RATIO}, {_FROM_CHILDREN}
 FROM unnest(%(ids)s::bigint[], %(lo)s::int[], %(hi)s::int[]) AS t(series_id, lo, hi)
 CROSS JOIN LATERAL (
     SELECT * FROM runs_metricrollup
-    WHERE series_id = t.series_id AND width = %(width)s / {_RATIO}
-        AND bucket >= t.lo * {_RATIO} AND bucket < t.hi * {_RATIO}
+    WHERE series_id = t.series_id AND width = %(width)s / {RATIO}
+        AND bucket >= t.lo * {RATIO} AND bucket < t.hi * {RATIO}
     OFFSET 0
 ) AS c
-GROUP BY c.series_id, c.bucket / {_RATIO}
-ON CONFLICT (series_id, width, bucket) DO UPDATE SET {", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS)}
+GROUP BY c.series_id, c.bucket / {RATIO}
+ON CONFLICT (series_id, width, bucket) DO UPDATE SET {", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS)}
 """
 # Buckets (series, bucket) of a wider width whose narrower ones are all gone (their numbers went away).
 _DELETE_EMPTIED = f"""
@@ -283,8 +210,8 @@ DELETE FROM runs_metricrollup AS r
 USING unnest(%(ids)s::bigint[], %(buckets)s::int[]) AS t(series_id, bucket)
 WHERE r.series_id = t.series_id AND r.width = %(width)s AND r.bucket = t.bucket AND NOT EXISTS (
     SELECT 1 FROM runs_metricrollup AS c
-    WHERE c.series_id = t.series_id AND c.width = %(width)s / {_RATIO}
-        AND c.bucket >= t.bucket * {_RATIO} AND c.bucket < t.bucket * {_RATIO} + {_RATIO}
+    WHERE c.series_id = t.series_id AND c.width = %(width)s / {RATIO}
+        AND c.bucket >= t.bucket * {RATIO} AND c.bucket < t.bucket * {RATIO} + {RATIO}
 )
 """
 _SET_SEALED = """
@@ -394,7 +321,7 @@ def _rollups_param(narrow: dict[str, list[list]], sealed: dict[str, int | None],
     """%(rollups)s of _ROLLUPS_CTE: the new numbers' 32-step buckets (`narrowest`), and their
     wider buckets that are sealed (below the one holding the key's `sealed` step); None when there
     are none."""
-    rollups: dict[str, list] = {name: [] for name in ("key", "width", "bucket", *_COLUMNS)}
+    rollups: dict[str, list] = {name: [] for name in ("key", "width", "bucket", *COLUMNS)}
     keys, widths, *columns = rollups.values()
     for key, accs in narrow.items():
         for width in WIDTHS if narrowest else WIDTHS[1:]:
@@ -558,6 +485,15 @@ def write_metric_steps(run: Run, steps: list[dict[str, Any]]) -> list[dict[str, 
         to_seal = _to_seal(sealed, narrow)
         if stale or to_seal:
             _recompute(cursor, run, ids or {}, sealed, to_seal, stale)
+    return rows
+
+
+def record_metric_steps(run: Run, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """write_metric_steps, and the run's summary fields saved from what it wrote: for a writer that
+    saves nothing else of the run (the ingest folds them into its own save)."""
+    rows = write_metric_steps(run, steps)
+    if rows:
+        run.save(update_fields=update_summary(run, rows))
     return rows
 
 
