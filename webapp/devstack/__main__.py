@@ -3,6 +3,7 @@
 import argparse
 import http.client
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +17,15 @@ from webapp import settings as tirlab_settings
 from webapp.devstack import __doc__ as usage
 from webapp.devstack import ray_head
 from webapp.devstack.budget import CELERY_POOL_SIZE, worker_processes
-from webapp.devstack.processes import DevstackError, EmbeddedPostgres, Interrupted, redis_command, say
+from webapp.devstack.processes import (
+    DevstackError,
+    EmbeddedPostgres,
+    Interrupted,
+    catches,
+    die_with_parent,
+    redis_command,
+    say,
+)
 from webapp.devstack.ray_head import start_ray
 from webapp.devstack.supervisor import Supervisor
 from webapp.devstack.web import serve_web
@@ -78,7 +87,11 @@ def app_env(name: str, env: dict[str, str]) -> dict[str, str]:
 def start_postgres(sup: Supervisor) -> str:
     postgres = EmbeddedPostgres(Path(tirlab_settings.EMBEDDED_PG_DIR))
     sup.add(postgres)  # registered before it starts, so that an interrupted start is stopped too
-    return postgres.start()
+    uri = postgres.start()
+    guard = sup.spawn("pg-guard", postgres.guard(), dict(os.environ))
+    # Until it catches SIGTERM, our death would kill the guard before it stops the server.
+    sup.wait_until(lambda: catches(guard.proc.pid, signal.SIGTERM), [guard], "the postgres guard")
+    return uri
 
 
 def start_redis(sup: Supervisor) -> str:
@@ -240,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         say("devstack", f"error: {exc}")
         return 1
 
+    # Whatever started us (make, a terminal, a test) going away stops us, and so everything we start:
+    # SIGTERM, as if it had been sent.
+    die_with_parent()
     sup = Supervisor(BASE_DIR, Path(tirlab_settings.VAR_DIR))
     try:
         if cmd == "services":

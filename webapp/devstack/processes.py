@@ -1,5 +1,12 @@
-"""The things devstack starts and must stop: child processes, and pgserver's daemonized PostgreSQL."""
+"""The things devstack starts and must stop: child processes, and pgserver's daemonized PostgreSQL.
 
+Every child dies with devstack, SIGKILL included: it is started with PR_SET_PDEATHSIG (Linux), so
+the kernel sends it SIGTERM when devstack's process goes, and it stops as it would on Ctrl-C. The
+PostgreSQL that pg_ctl detaches is no child: a guard process (guard.py) that dies with devstack
+stops it.
+"""
+
+import ctypes
 import os
 import signal
 import socket
@@ -13,6 +20,15 @@ from pathlib import Path
 from typing import Protocol
 
 STOP_GRACE_S = 10.0  # SIGTERM first; whatever is left after this gets SIGKILL
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
+def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> None:
+    """Have the kernel send this process `sig` when the process that started it dies, however it dies
+    (Linux; elsewhere nothing). Kept across exec, so a child calls it between fork and exec."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 class DevstackError(Exception):
@@ -31,6 +47,16 @@ def say(name: str, text: str) -> None:
     with _say_lock:
         sys.stdout.write(f"{name:<9}| {text}\n")
         sys.stdout.flush()
+
+
+def catches(pid: int, sig: signal.Signals) -> bool:
+    """Whether process `pid` has a handler for `sig` installed yet (Linux: /proc; elsewhere assumed)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return sys.platform != "linux"
+    caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (int(sig) - 1) & 1)
 
 
 def exit_description(code: int) -> str:
@@ -77,6 +103,7 @@ class Child:
             stderr=subprocess.STDOUT if own_session else None,
             start_new_session=own_session,
             pass_fds=pass_fds,
+            preexec_fn=die_with_parent,
         )
         self._reader: threading.Thread | None = None
         if own_session:
@@ -144,7 +171,8 @@ class EmbeddedPostgres:
             return None
 
     def start(self) -> str:
-        """Starts it (initializing the data directory the first time) and returns its URL."""
+        """Starts it (initializing the data directory the first time) and returns its URL; `guard()`
+        then gives the argv of the process that stops it if devstack dies."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
             import pgserver
@@ -154,6 +182,13 @@ class EmbeddedPostgres:
         self.started = True
         say(self.name, f"ready ({uri}; log: {self.pgdata / 'log'})")
         return uri
+
+    def guard(self) -> list[str]:
+        """The guard of the running server (guard.py): a fast shutdown once devstack is gone."""
+        pid = self._running_pid()
+        if pid is None:
+            raise DevstackError("the embedded postgres is not running")
+        return [sys.executable, str(Path(__file__).with_name("guard.py")), str(pid), signal.SIGINT.name]
 
     def _running_pid(self) -> int | None:
         pid = self._pid()

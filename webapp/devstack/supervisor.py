@@ -13,7 +13,16 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, NoReturn, TypeVar
 
-from webapp.devstack.processes import STOP_GRACE_S, Child, DevstackError, Interrupted, Managed, exit_description, say
+from webapp.devstack.processes import (
+    STOP_GRACE_S,
+    Child,
+    DevstackError,
+    Interrupted,
+    Managed,
+    die_with_parent,
+    exit_description,
+    say,
+)
 
 START_TIMEOUT_S = 120.0  # for a service or /healthz to answer
 
@@ -42,8 +51,9 @@ class Supervisor:
             self.force = True  # asked again while stopping: stop waiting
             return
         self.requested = signal.Signals(signum).name
-        # A terminal's Ctrl-C reaches the command by itself: it shares our process group (and terminal).
-        if self.command is not None and signum != signal.SIGINT:
+        # Passed on, SIGINT too: a `kill -INT` reaches only us, and a command that is ours to stop must
+        # stop (pytest takes a terminal's Ctrl-C, which reaches it twice, as one: tests/interruption.py).
+        if self.command is not None:
             self.command.send_signal(signum)
 
     def check(self) -> None:
@@ -131,7 +141,7 @@ class Supervisor:
         """A command in the foreground (our process group, our terminal); returns its exit code."""
         self.check()
         try:
-            self.command = subprocess.Popen(argv, env=env)
+            self.command = subprocess.Popen(argv, env=env, preexec_fn=die_with_parent)
         except OSError as exc:
             say("devstack", f"cannot run {argv[0]}: {exc}")
             return 127
