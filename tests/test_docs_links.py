@@ -1,7 +1,9 @@
 """The README and the docs/ pages it links hold together: every relative link reaches a file of the
 repository (and, with an anchor, a heading of that page), every repository path or `trainer.…` /
-`webapp.…` name they quote in backticks exists. The docs moved out of one long README, and the trainer
-was restructured into packages: a page or a module that moves without its references fails here."""
+`webapp.…` name they quote in backticks exists, and every section the code sends a reader to
+(`README, "Section"`, `docs/x.md, "Section"`) is a heading there. The docs moved out of one long README,
+and the trainer was restructured into packages: a page or a module that moves without its references
+fails here."""
 
 import ast
 import re
@@ -17,6 +19,9 @@ OWN_PATH = re.compile(rf"^(?:{'|'.join(OWN_FOLDERS)})/[\w./*-]*$")
 # Data files the paper presets read and tirlab cannot ship: the docs say where the user puts them.
 DOWNLOADED = re.compile(r"^data/.*\.parquet$")
 OWN_NAME = re.compile(r"^(?:trainer|webapp|sandbox)(?:\.\w+)+$")
+# `README, "Many trainers"`, `docs/presets.md ("quickstart"`: a page and the start of one of its headings.
+SECTION_REFERENCE = re.compile(r"\b(README|docs/[\w-]+\.md)(?:\.md)?,? \(?(['\"])([^'\"]+)\2")
+CODE_SUFFIXES = {".py", ".yml", ".html", ".js", ".css", ".sh"}
 FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -121,6 +126,25 @@ def missing_name(dotted: str) -> bool:
     return length < len(parts) and module is not None and not defines(module, parts[length])
 
 
+def section_references() -> Iterator[tuple[str, str, str]]:
+    """(file:line, page, quoted section) for every `README, "Section"` or `docs/x.md ("Section"` in the code,
+    its comments and its messages to users."""
+    code = ("trainer", "webapp", "sandbox", "tests", "bench", "integrations", "templates", "static")
+    sources = [
+        path
+        for folder in code
+        for path in sorted((REPO / folder).rglob("*"))
+        if path.suffix in CODE_SUFFIXES and "vendor" not in path.parts  # vendored: not ours to point anywhere
+    ]
+    sources += [REPO / name for name in ("Makefile", "Dockerfile", "docker-compose.yml", "manage.py")]
+    for path in sources:
+        if path == Path(__file__).resolve():
+            continue  # its own examples
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+            for match in SECTION_REFERENCE.finditer(line):
+                yield f"{path.relative_to(REPO)}:{number}", match.group(1), match.group(3)
+
+
 def test_every_relative_link_and_anchor_resolves() -> None:
     broken = [
         f"{page.relative_to(REPO)}:{number}: ({target}) {why}"
@@ -146,3 +170,13 @@ def test_the_slugs_are_githubs() -> None:
     assert slug("Many trainers, many viewers") == "many-trainers-many-viewers"
     assert slug("bench/ingest.py: metric ingest") == "benchingestpy-metric-ingest"
     assert slug("Launch → first GRPO metric") == "launch--first-grpo-metric"
+
+
+def test_the_sections_the_code_points_readers_to_exist() -> None:
+    dangling = []
+    for where, page, section in section_references():
+        target = REPO / ("README.md" if page == "README" else page)
+        texts = headings(target) if target.is_file() else []
+        if not any(text.startswith(section) for text in texts):
+            dangling.append(f'{where}: {page}, "{section}"')
+    assert not dangling, "the code sends readers to sections that do not exist:\n" + "\n".join(dangling)
