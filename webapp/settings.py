@@ -1,4 +1,4 @@
-"""tirlab settings: everything configurable comes from the environment (see README)."""
+"""tirlab settings: everything configurable comes from the environment (see docs/operating.md)."""
 
 import os
 import secrets
@@ -93,9 +93,9 @@ TEMPLATES = [
     },
 ]
 
-# Database connections, bounded per process (README, "Connection budget"). Under ASGI every request runs
-# its synchronous code in a thread of its own, so persistent connections (CONN_MAX_AGE > 0) would mean one
-# connection per request in flight, each kept until its thread is collected. Instead each process borrows
+# Database connections, bounded per process (docs/operating.md, "Many trainers, many viewers"). Under ASGI
+# every request runs its synchronous code in a thread of its own, so persistent connections (CONN_MAX_AGE > 0)
+# would mean one connection per request in flight, each kept until its thread is collected. Instead each process borrows
 # from a pool of at most DB_POOL_SIZE connections: a request or a task takes one when it first queries and
 # hands it back when it ends (CONN_MAX_AGE 0), and one that waits DB_POOL_TIMEOUT_S for a connection, or
 # finds the database down, is answered 503 with Retry-After (webapp.core.unavailable). Connections are

@@ -67,7 +67,7 @@ def test_three_quickstart_steps_write_complete_consistent_files(tiny_model_cache
 
 
 def test_the_same_seed_gives_the_same_curve_run_after_run(tiny_model_cache, tmp_path):
-    """What the README promises about reproducing its tables: on one machine, with the same number of
+    """What docs/presets.md promises about reproducing its tables: on one machine, with the same number of
     threads, the same seed gives every metric but the timings (and the throughputs computed from
     them) equal, step by step. Both runs use two threads, so torch's parallel reductions are in play.
     A different thread count is not promised: on this CPU (AVX-512) one thread and two round the

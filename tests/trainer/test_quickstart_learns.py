@@ -3,7 +3,7 @@
 The test runs the preset end to end through `python -m trainer run` — the cached cold start, the
 asynchronous rollout, the real sandbox, the reward, GRPO updates — and checks the learning curve
 in metrics.jsonl, not just that files were written. The thresholds sit well inside what the runs
-measure (see README "The trainer") and well outside where the cold start begins, so a change that
+measure (see docs/presets.md, "quickstart") and well outside where the cold start begins, so a change that
 stops the policy learning fails here. test_otc_mini_learns.py does the same for OTC.
 """
 

@@ -22,7 +22,7 @@ PAPER_STEPS = 200
 
 # ToRL reward from the shipped SFT cold start ('tirlab/tiny-char'), 128 trajectories per step. The
 # issue's prototype used lr 3e-5; from one of our earlier cold starts that moved tool use only from
-# 0.55 to 0.67 in 20 steps, lr 2e-4 to 0.98. The curve it gives is in the README ("The trainer",
+# 0.55 to 0.67 in 20 steps, lr 2e-4 to 0.98. The curve it gives is in docs/presets.md ("quickstart",
 # from bench/quickstart.py).
 QUICKSTART: dict[str, Any] = {
     "model": {"name_or_path": TINY_MODEL},
@@ -42,7 +42,7 @@ QUICKSTART: dict[str, Any] = {
 
 # The function-calling minis' shared part: the generated function-calling tasks, their tools listed one
 # signature a line (the tiny models' 'tool-signatures' template), calls scored and never executed, as ToolRL
-# and Tool-N1 train; 10 steps, which is where the effect is (README, "toolrl-mini and tool-n1-mini": past
+# and Tool-N1 train; 10 steps, which is where the effect is (docs/presets.md, "toolrl-mini and tool-n1-mini": past
 # them Tool-N1's binary reward leaves most groups all 0 or all 1 and its exact-match rate falls back).
 FC_MINI: dict[str, Any] = merge_overrides(
     QUICKSTART,

@@ -255,7 +255,8 @@ def _not_offered(request: HttpRequest, version: str, endpoint: str) -> HttpRespo
     ):
         feature = "deleting or renaming experiments (the dashboard does both)"
     message = (
-        f"tirlab's MLflow API does not offer {feature}; see the README, 'Use tirlab with your trainer'."
+        f"tirlab's MLflow API does not offer {feature}; "
+        "see docs/mlflow.md, 'Where tirlab differs from an MLflow server'."
         if feature
         else f"tirlab's MLflow API has no endpoint {request.method} /api/{version}/mlflow/{endpoint}."
     )
