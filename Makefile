@@ -17,8 +17,8 @@ BENCH_VAR_DIR ?= $(VAR_DIR)/bench
 BENCH ?= $(filter-out bench/_%,$(wildcard bench/*.py))
 BENCH_ARGS ?=
 # The suite runs on every core: xdist workers take whole test files (module fixtures are set up once),
-# in the order tests/tiers.py gives (the heaviest first, those waiting for the tiny model's cold start
-# last). TEST_WORKERS=0 runs it in one process.
+# in the order tests/tiers.py gives (the longest first, so that no long learning run starts last).
+# TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= logical
 PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # The unit tiers: every test not marked e2e, browser or slow (tests/tiers.py says which are).

@@ -72,3 +72,27 @@ def test_a_test_is_fast_unless_its_directory_or_the_cold_started_model_or_its_ma
     )
     selected = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
     assert selected == {"tests/trainer/test_grpo.py"}, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.slow  # collects six test files in a new interpreter
+def test_files_go_to_the_workers_longest_first_so_no_long_run_starts_last():
+    files = [
+        "tests/trainer/test_grpo.py",  # fast, pytest.ini's timeout
+        "tests/browser/test_dashboard.py",  # browser, the same length
+        "tests/e2e/test_make_run.py",  # e2e, every test marked 400 s
+        "tests/trainer/test_quickstart_learns.py",  # a learning run, 1800 s
+        "tests/e2e/test_run_lifecycle.py",  # 1500 s
+        "tests/trainer/test_otc_mini_learns.py",  # the longest learning run, 2400 s
+    ]
+    done = pytest_in_subprocess(
+        f"import pytest; pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *{files!r}])"
+    )
+    order = list(dict.fromkeys(line.split("::")[0] for line in done.stdout.splitlines() if "::" in line))
+    assert order == [
+        "tests/trainer/test_otc_mini_learns.py",
+        "tests/trainer/test_quickstart_learns.py",
+        "tests/e2e/test_run_lifecycle.py",
+        "tests/browser/test_dashboard.py",
+        "tests/trainer/test_grpo.py",
+        "tests/e2e/test_make_run.py",
+    ], done.stdout[-3000:] + done.stderr[-3000:]

@@ -7,10 +7,14 @@ A test is in the fast tier (`make test-fast`) unless it is marked `e2e`, `browse
   than a few seconds says so itself with `@pytest.mark.slow` (or `pytestmark`).
 
 `make test` runs every tier across the machine's cores, whole files per worker (module fixtures
-are set up once), in the order below: the file that takes longest among those needing the tiny
-model goes first (when the current recipe's cold start is not shipped, its worker builds it, then
-runs it, while the others work through the rest); then the files that do not need it, heaviest
-tier first; then the other files that need it. A test's declared timeout (`@pytest.mark.timeout`) stands for its length.
+are set up once), longest first: the last files to start are then short ones, so the workers
+finish close together, where learning runs of minutes started last kept one worker busy long after
+the other had nothing left (longest-processing-time-first, as a scheduler of unequal jobs on a few
+machines does). A test's declared timeout (`@pytest.mark.timeout`, else pytest.ini's) stands for
+its length; among files of one length, heavier tiers first. The file that takes longest among
+those needing the tiny model goes first of all (when the current recipe's cold start is not
+shipped, its worker builds it, and a worker that reaches another file needing it waits for that
+build).
 """
 
 from pathlib import Path
@@ -62,9 +66,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     waiting = [path for path in rank if needs_model[path]]
     first = max(waiting, key=lambda path: (length[path], -rank[path]), default=None)
 
-    def key(item: pytest.Item) -> tuple[int, int, float]:
+    def key(item: pytest.Item) -> tuple[bool, float, int]:
         path = item.path
-        group = 0 if path == first else 2 if needs_model[path] else 1
-        return group, rank[path], -length[path]
+        return path != first, -length[path], rank[path]
 
     items.sort(key=key)

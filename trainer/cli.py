@@ -41,7 +41,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from trainer.config import TINY_ARTIST_MODEL, TINY_BASE_MODEL, TINY_DERIVED_MODELS, TINY_FC_MODEL, TINY_MODEL
+from trainer.config import (
+    TINY_ARTIST_MODEL,
+    TINY_BASE_MODEL,
+    TINY_DERIVED_MODELS,
+    TINY_FC_MODEL,
+    TINY_MODEL,
+    TINY_RETOOL_MODEL,
+)
 from trainer.contract import RunStatus
 from trainer.protocols import PROTOCOL_NAMES
 from trainer.trajectory import Completion, ToolExecution
@@ -131,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=TINY_MODEL,
         help=f"which tiny model: the quickstart's cold start ({TINY_MODEL}, the default), the base model zero RL "
         f"starts from ({TINY_BASE_MODEL}, trainer.models.tiny.base), or the cold start fine-tuned to ARTIST's "
-        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny.artist) or to JSON calls ({TINY_FC_MODEL} and the "
+        f"format ({TINY_ARTIST_MODEL}, trainer.models.tiny.artist), to ReTool's ({TINY_RETOOL_MODEL}, "
+        f"trainer.models.tiny.retool) or to JSON calls ({TINY_FC_MODEL} and the "
         f"function-calling minis' starts, trainer.models.tiny.function_calling); these only with --ship or --out",
     )
     cold_start.set_defaults(handler=_cold_start)

@@ -25,6 +25,8 @@ TINY_INIT_MODEL = "tirlab/tiny-char-init"
 TINY_BASE_MODEL = "tirlab/tiny-char-base"
 # The cold start fine-tuned to ARTIST's format (one multiplication per call): where artist-mini's RL starts.
 TINY_ARTIST_MODEL = "tirlab/tiny-char-artist"
+# The cold start fine-tuned to ReTool's <code>/<interpreter> syntax, as retool-mini's SFT stage did in every run.
+TINY_RETOOL_MODEL = "tirlab/tiny-char-retool"
 # The cold start fine-tuned to emit JSON function calls (ToolRL's layout): RL with ToolRL's reward on CPU starts here.
 TINY_FC_MODEL = "tirlab/tiny-char-fc"
 # That model fine-tuned to be undecided where ToolRL's reward can decide (trainer.models.tiny.function_calling):
@@ -37,6 +39,7 @@ TINY_ARTIST_FC_MODEL = "tirlab/tiny-char-artist-fc"
 # The tiny models fine-tuned from the cold start by a recipe (trainer.models.loading.DERIVED).
 TINY_DERIVED_MODELS = (
     TINY_ARTIST_MODEL,
+    TINY_RETOOL_MODEL,
     TINY_FC_MODEL,
     TINY_TOOLRL_MODEL,
     TINY_TOOL_N1_MODEL,
@@ -378,7 +381,7 @@ class SFTConfig(_Section):
             "SFT traces, required when enabled: a built-in set ("
             + ", ".join(f"'{name}'" for name in BUILTIN_SFT_TRACES)
             + f"), '{DATASET_REF_PREFIX}<id>' for an upload, or a JSONL file path "
-            "(trainer.data.sft_traces gives the format)."
+            "(trainer.data.datasets.sft_traces gives the format)."
         ),
     )
     epochs: int = Field(1, ge=1, description="Passes over the SFT traces.")

@@ -173,39 +173,53 @@ def policy_loss(
     return loss, stats
 
 
-def token_logprobs(
+def response_logprobs(
     model: PreTrainedModel,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    prompt_of: torch.Tensor,
+    response_ids: torch.Tensor,
+    response_mask: torch.Tensor,
     *,
     temperature: float = 1.0,
-    scored_from: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probability of each given token under `model`, and the entropy of the distribution it was
-    drawn from, both [B, T] and aligned with `input_ids`: column t scores token t given tokens < t.
-    Columns before `scored_from` (at least column 0, which has no prefix) are not scored and are 0.
+    """Log-probability of each response token under `model` given its prompt and the response before
+    it, and the entropy of the distribution it was drawn from, both [B, R] like `response_ids`.
+
+    `prompt_ids` [P, L] are the distinct prompts, left-padded (`prompt_mask` 0 on the padding);
+    response i (right-padded, `response_mask` 0 there) continues prompt `prompt_of[i]`. Each prompt
+    is encoded once and its keys and values are shared by the responses that continue it, as a GRPO
+    group's G responses continue one prompt: the numbers are those of scoring each [prompt | response]
+    row whole, for 1/G of the prompt's compute (most of a function-calling mini's, whose prompts are
+    three times its responses). Gradients flow into the prompt's pass through its keys and values.
 
     Logits are divided by the sampling temperature, so the ratio compares the distributions the
     tokens were really sampled from. Position ids follow the attention mask, as in `generate`, so
-    left-padded batches score exactly like the rollout that produced them.
-
-    `scored_from`: the first column whose token is trained (the responses' first column when
-    prompts are left-padded to a common length). The output layer then runs on the response
-    positions only: over a large vocabulary (49,152 for SmolLM2) it is a large share of a small
-    model's forward and backward pass, and prompt tokens are never trained.
+    padded batches score exactly like the rollout that produced them. The output layer runs on the
+    response positions only: over a large vocabulary (49,152 for SmolLM2) it is a large share of a
+    small model's forward and backward pass, and prompt tokens are never trained.
     """
-    scored_from = max(1, scored_from)
-    width = input_ids.shape[1]
-    position_ids = (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
-    logits = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        position_ids=position_ids,
-        logits_to_keep=width - scored_from + 1,  # positions scored_from-1 .. T-1
-    ).logits
-    logits = logits[:, :-1].float() / temperature
+    prompt_positions = (prompt_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
+    prompt = model(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        position_ids=prompt_positions,
+        use_cache=True,
+        logits_to_keep=1,  # the prompt's last position scores the response's first token
+    )
+    cache = prompt.past_key_values
+    cache.batch_select_indices(prompt_of)
+    lengths = prompt_mask.long().sum(dim=-1)[prompt_of]
+    positions = lengths[:, None] + torch.arange(response_ids.shape[1], device=response_ids.device)
+    response = model(
+        input_ids=response_ids,
+        attention_mask=torch.cat([prompt_mask[prompt_of], response_mask], dim=1),
+        position_ids=positions,
+        past_key_values=cache,
+        use_cache=True,
+    )
+    logits = torch.cat([prompt.logits[prompt_of], response.logits[:, :-1]], dim=1).float() / temperature
     log_norm = torch.logsumexp(logits, dim=-1)
-    chosen = logits.gather(-1, input_ids[:, scored_from:].unsqueeze(-1)).squeeze(-1) - log_norm
+    chosen = logits.gather(-1, response_ids.unsqueeze(-1)).squeeze(-1) - log_norm
     entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)
-    pad = chosen.new_zeros((input_ids.shape[0], scored_from))
-    return torch.cat([pad, chosen], dim=1), torch.cat([pad, entropy], dim=1)
+    return chosen, entropy

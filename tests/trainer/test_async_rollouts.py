@@ -23,7 +23,7 @@ import sandbox
 from bench._cost_model import CostModel, CostModelEngine
 from tests.trainer._learning import REPO, window
 from trainer.config import TINY_MODEL, validate_config
-from trainer.grpo import token_logprobs
+from trainer.grpo import response_logprobs
 from trainer.loop.train import Trainer, run_training
 from trainer.report.client import Reporter
 from trainer.rollout.multi_turn import RolloutSettings, RolloutStopped, arollout
@@ -182,9 +182,9 @@ def test_the_old_log_probs_are_the_behaviour_copys(tiny_model_cache, tmp_path, m
         def logprobs(state: dict[str, torch.Tensor], batch: dict[str, Any]) -> torch.Tensor:
             model.load_state_dict(state)
             with torch.no_grad():
-                scored, _ = token_logprobs(
-                    model, batch["input_ids"], batch["attention_mask"], temperature=temperature,
-                    scored_from=batch["scored_from"],
+                scored, _ = response_logprobs(
+                    model, batch["prompt_ids"], batch["prompt_mask"], batch["prompt_of"], batch["response_ids"],
+                    batch["response_mask"], temperature=temperature,
                 )  # fmt: skip
             return scored * batch["mask"]
 

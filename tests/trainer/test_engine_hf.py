@@ -91,6 +91,27 @@ def test_seeded_samples_do_not_depend_on_batch_companions(engine):
     assert together.new_token_ids == alone.new_token_ids
 
 
+def test_a_context_shared_by_a_group_is_encoded_once_and_samples_as_it_would_alone(engine, model_and_tokenizer):
+    model, tok = model_and_tokenizer
+    # A GRPO group: the same prompt G times (and a second group), each sample with its own stream.
+    requests = [GenerationRequest(_ids(tok, p), 12, temperature=1.0, seed=s) for p in PROMPTS[:2] for s in range(3)]
+    encoded: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda _, args, kwargs: encoded.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        together = engine.generate(requests)
+    finally:
+        hook.remove()
+    # The first forward pass is the prefill: each distinct prompt once, left-padded to the longer.
+    assert encoded[0] == 2 * max(len(_ids(tok, p)) for p in PROMPTS[:2])
+    for request, output in zip(requests, together, strict=True):
+        alone = engine.generate([request])[0]
+        assert output.new_token_ids == alone.new_token_ids
+        assert output.logprobs == pytest.approx(alone.logprobs, abs=1e-5)
+        assert output.prefill_tokens == len(request.token_ids)
+
+
 class _Retokened:
     """The char tokenizer with another EOS id (None: no EOS, so a random model runs to its limit)."""
 

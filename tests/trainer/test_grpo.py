@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from trainer.grpo import group_advantages, k3_kl, policy_loss, token_logprobs
+from trainer.grpo import group_advantages, k3_kl, policy_loss, response_logprobs
 from trainer.models import build_tiny_model
 
 CLIP = {"clip_low": 0.2, "clip_high": 0.28}
@@ -148,38 +148,73 @@ def test_entropy_bonus_and_stat() -> None:
     assert stats["entropy"] == pytest.approx(2.0)
 
 
-# --- token log-probs ---
+# --- response log-probs ---
 
 
-def test_token_logprobs_match_log_softmax_and_ignore_left_padding() -> None:
+def _scored(model, tokenizer, prompt: str, responses: list[str], *, pad_prompt: int = 0, temperature: float = 1.0):
+    """response_logprobs of `responses` to one prompt (left-padded by `pad_prompt` columns)."""
+    ids = tokenizer.encode(prompt)
+    encoded = [tokenizer.encode(r) for r in responses]
+    width = max(len(r) for r in encoded)
+    return response_logprobs(
+        model,
+        torch.tensor([[tokenizer.pad_token_id] * pad_prompt + ids]),
+        torch.tensor([[0] * pad_prompt + [1] * len(ids)]),
+        torch.zeros(len(responses), dtype=torch.long),
+        torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in encoded]),
+        torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in encoded]),
+        temperature=temperature,
+    )
+
+
+def test_response_logprobs_match_log_softmax_of_the_whole_sequence_and_ignore_padding() -> None:
     model, tokenizer = build_tiny_model(seed=0)
-    ids = tokenizer.encode("1 + 2 = 3")
-    input_ids = torch.tensor([ids])
-    logprobs, entropy = token_logprobs(model, input_ids, torch.ones_like(input_ids))
+    prompt, response = "1 + 2 =", " 3"
+    ids = torch.tensor([tokenizer.encode(prompt + response)])
+    logprobs, entropy = _scored(model, tokenizer, prompt, [response, response + " and more"])
     with torch.no_grad():
-        expected = torch.log_softmax(model(input_ids).logits[0, :-1], dim=-1).gather(-1, input_ids[0, 1:, None])
-    assert logprobs.shape == entropy.shape == input_ids.shape
-    assert logprobs[0, 0].item() == 0.0
-    torch.testing.assert_close(logprobs[0, 1:], expected[:, 0], rtol=1e-4, atol=1e-5)
-    assert (entropy[0, 1:] > 0).all() and (entropy[0, 1:] <= math.log(tokenizer.vocab_size) + 1e-4).all()
+        full = torch.log_softmax(model(ids).logits[0, :-1], dim=-1).gather(-1, ids[0, 1:, None])[:, 0]
+    assert logprobs.shape == entropy.shape == (2, len(" 3 and more"))
+    torch.testing.assert_close(logprobs[0, :2], full[-2:], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(logprobs[1, :2], full[-2:], rtol=1e-4, atol=1e-5)
+    assert (entropy[0, :2] > 0).all() and (entropy[0, :2] <= math.log(tokenizer.vocab_size) + 1e-4).all()
 
-    padded = torch.tensor([[tokenizer.pad_token_id] * 3 + ids])
-    attention = torch.tensor([[0] * 3 + [1] * len(ids)])
-    padded_logprobs, _ = token_logprobs(model, padded, attention)
-    torch.testing.assert_close(padded_logprobs[0, 4:], logprobs[0, 1:], rtol=1e-4, atol=1e-5)
+    padded, _ = _scored(model, tokenizer, prompt, [response], pad_prompt=3)
+    torch.testing.assert_close(padded, logprobs[:1, :2], rtol=1e-4, atol=1e-5)
 
-    hot, _ = token_logprobs(model, input_ids, torch.ones_like(input_ids), temperature=2.0)
-    assert not torch.allclose(hot, logprobs)
+    hot, _ = _scored(model, tokenizer, prompt, [response], temperature=2.0)
+    assert not torch.allclose(hot, logprobs[:1, :2])
 
 
-def test_token_logprobs_scored_from_a_column_equal_the_full_scoring_there_and_zero_before() -> None:
+def test_responses_sharing_a_prompt_score_and_train_as_whole_rows_do() -> None:
+    """Two groups of two responses, each group's prompt encoded once, against each [prompt | response]
+    row scored whole with the model's own causal forward pass: the same log-probs and gradients."""
     model, tokenizer = build_tiny_model(seed=0)
-    ids = tokenizer.encode("What is 7 * 8? \\boxed{56}")
-    input_ids = torch.tensor([ids, ids[::-1]])
-    attention = torch.ones_like(input_ids)
-    full, full_entropy = token_logprobs(model, input_ids, attention)
-    part, part_entropy = token_logprobs(model, input_ids, attention, scored_from=10)
-    assert part.shape == full.shape
-    assert (part[:, :10] == 0).all() and (part_entropy[:, :10] == 0).all()
-    torch.testing.assert_close(part[:, 10:], full[:, 10:], rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(part_entropy[:, 10:], full_entropy[:, 10:], rtol=1e-4, atol=1e-5)
+    prompts = [tokenizer.encode("What is 7 * 8?"), tokenizer.encode("12 + 9")]
+    responses = [tokenizer.encode(r) for r in (" 56", " \\boxed{56}", " 21!", " 2")]
+    prompt_of = [0, 0, 1, 1]
+    width, prompt_width = max(len(r) for r in responses), max(len(p) for p in prompts)
+    advantages = torch.tensor([1.0, -1.0, 0.5, 2.0])
+    logprobs, _ = response_logprobs(
+        model,
+        torch.tensor([[0] * (prompt_width - len(p)) + p for p in prompts]),
+        torch.tensor([[0] * (prompt_width - len(p)) + [1] * len(p) for p in prompts]),
+        torch.tensor(prompt_of),
+        torch.tensor([r + [0] * (width - len(r)) for r in responses]),
+        torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in responses]),
+    )
+    shared = sum(a * logprobs[i, : len(r)].sum() for i, (a, r) in enumerate(zip(advantages, responses, strict=True)))
+    shared.backward()
+    shared_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    whole = 0.0
+    for i, response in enumerate(responses):
+        prompt = prompts[prompt_of[i]]
+        ids = torch.tensor([prompt + response])
+        row = torch.log_softmax(model(ids).logits[0, len(prompt) - 1 : -1], dim=-1)
+        expected = row.gather(-1, ids[0, len(prompt) :, None])[:, 0]
+        torch.testing.assert_close(logprobs[i, : len(response)], expected.detach(), rtol=1e-4, atol=1e-5)
+        whole = whole + advantages[i] * expected.sum()
+    whole.backward()
+    for got, want in zip(shared_grads, (p.grad for p in model.parameters()), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-6)

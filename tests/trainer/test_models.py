@@ -1,3 +1,4 @@
+import random
 import threading
 
 import torch
@@ -23,6 +24,25 @@ def test_tokenizer_maps_unknown_characters_to_unk_and_skips_specials_on_request(
     ids = tokenizer.encode("7") + [tokenizer.eos_token_id]
     assert tokenizer.decode(ids) == "7<|eos|>"
     assert tokenizer.decode(ids, skip_special_tokens=True) == "7"
+
+
+def test_tokenizer_decodes_as_transformers_generic_decoding_does() -> None:
+    from transformers.tokenization_python import PythonBackend
+
+    tokenizer = CharTokenizer()
+    rng = random.Random(0)
+    # Every id (special, printable, beyond the vocabulary), alone and in random sequences.
+    sequences = [[i] for i in range(-2, 110)] + [
+        [rng.randrange(-2, 110) for _ in range(rng.randrange(30))] for _ in range(500)
+    ]
+    for ids in sequences:
+        for skip in (False, True):
+            assert tokenizer.decode(ids, skip_special_tokens=skip) == PythonBackend._decode(tokenizer, ids, skip)
+    for i in range(-2, 110):
+        for skip in (False, True):
+            assert tokenizer.decode(i, skip_special_tokens=skip) == PythonBackend._decode(tokenizer, i, skip)
+    assert tokenizer.decode(torch.tensor([45, 46, 2]), skip_special_tokens=True) == "HI"
+    assert tokenizer.batch_decode([[45], [46, 0]], skip_special_tokens=True) == ["H", "I"]
 
 
 def test_tokenizer_pads_batches_and_renders_the_chat_template() -> None:

@@ -19,6 +19,7 @@ from trainer.models.tiny.cold_start import (
     tiny_fingerprint,
 )
 from trainer.models.tiny.function_calling import ARTIST_FC, FC, TOOL_N1, TOOLRL
+from trainer.models.tiny.retool import RETOOL
 
 REBUILD = "python -m trainer cold-start --ship"
 
@@ -46,7 +47,7 @@ def shipped_base_model() -> Path:
 
 def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
     derived = []
-    for recipe in (ARTIST, FC, TOOLRL, TOOL_N1, ARTIST_FC):
+    for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC):
         path = recipe.shipped()
         assert path is not None, (
             f"no shipped {recipe.name} for its recipe (fingerprint {recipe.fingerprint()}): rebuild it with "

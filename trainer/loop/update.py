@@ -12,12 +12,10 @@ from typing import Any
 import torch
 
 from trainer.config import GRPOConfig, OptimConfig, RunConfig
-from trainer.grpo import group_advantages, policy_loss, token_logprobs
+from trainer.grpo import group_advantages, policy_loss, response_logprobs
 from trainer.loop.collect import Group
+from trainer.loop.micro_batches import split
 from trainer.rollout.multi_turn import Trajectory
-
-# Sequences scored per forward/backward pass; gradients accumulate across them.
-MICRO_BATCH = 16
 
 
 def without_dropout(model: torch.nn.Module) -> bool:
@@ -68,26 +66,23 @@ class GRPOUpdate:
         self.scheduler = lr_scheduler(self.optimizer, config.optim, config.schedule.max_steps)
 
     def batch(self, items: list[tuple[Trajectory, float]]) -> dict[str, Any]:
-        """Rows [left pad | prompt | response | right pad]: every response starts at the same
-        column, `scored_from`, so the output layer runs on the response columns only."""
-        prompt_width = max(len(t.prompt_ids) for t, _ in items)
-        width = prompt_width + max(len(t.response_ids) for t, _ in items)
+        """The distinct prompts, left-padded, and the responses, right-padded, each with the row of
+        its prompt (trainer.grpo.response_logprobs): a group's responses share one prompt row."""
         pad = self.pad_id
-        ids, attention, mask, advantages = [], [], [], []
-        for trajectory, advantage in items:
-            lead = prompt_width - len(trajectory.prompt_ids)
-            fill = width - prompt_width - len(trajectory.response_ids)
-            ids.append([pad] * lead + trajectory.prompt_ids + trajectory.response_ids + [pad] * fill)
-            real = len(trajectory.prompt_ids) + len(trajectory.response_ids)
-            attention.append([0] * lead + [1] * real + [0] * fill)
-            mask.append([0] * prompt_width + list(trajectory.loss_mask) + [0] * fill)
-            advantages.append(advantage)
+        rows: dict[tuple[int, ...], int] = {}
+        prompt_of = [rows.setdefault(tuple(t.prompt_ids), len(rows)) for t, _ in items]
+        prompts = list(rows)
+        prompt_width = max(len(p) for p in prompts)
+        width = max(len(t.response_ids) for t, _ in items)
+        fills = [(t, width - len(t.response_ids)) for t, _ in items]
         return {
-            "input_ids": torch.tensor(ids),
-            "attention_mask": torch.tensor(attention),
-            "mask": torch.tensor(mask, dtype=torch.float32),
-            "advantages": torch.tensor(advantages, dtype=torch.float32),
-            "scored_from": prompt_width,
+            "prompt_ids": torch.tensor([[pad] * (prompt_width - len(p)) + list(p) for p in prompts]),
+            "prompt_mask": torch.tensor([[0] * (prompt_width - len(p)) + [1] * len(p) for p in prompts]),
+            "prompt_of": torch.tensor(prompt_of),
+            "response_ids": torch.tensor([t.response_ids + [pad] * fill for t, fill in fills]),
+            "response_mask": torch.tensor([[1] * len(t.response_ids) + [0] * fill for t, fill in fills]),
+            "mask": torch.tensor([list(t.loss_mask) + [0] * fill for t, fill in fills], dtype=torch.float32),
+            "advantages": torch.tensor([advantage for _, advantage in items], dtype=torch.float32),
         }
 
     def prepare(
@@ -115,7 +110,8 @@ class GRPOUpdate:
                 )
                 for trajectory, advantage in zip(group.trajectories, group_adv.tolist(), strict=True)
             ]
-            mini_batches.append([self.batch(items[i : i + MICRO_BATCH]) for i in range(0, len(items), MICRO_BATCH)])
+            micro = split(items, lambda item: item[0].prompt_ids, lambda item: item[0].response_ids)
+            mini_batches.append([self.batch(batch) for batch in micro])
         device = next(self.model.parameters()).device
         if device.type != "cpu":
             # The policy lives on the GPU, the batches are built on the CPU.
@@ -127,12 +123,14 @@ class GRPOUpdate:
         return mini_batches
 
     def logprobs(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-        return token_logprobs(
+        return response_logprobs(
             model,
-            batch["input_ids"],
-            batch["attention_mask"],
+            batch["prompt_ids"],
+            batch["prompt_mask"],
+            batch["prompt_of"],
+            batch["response_ids"],
+            batch["response_mask"],
             temperature=max(self.temperature, 1e-6),
-            scored_from=batch["scored_from"],
         )
 
     def update(self, groups: list[Group], mini_batches: list[list[dict[str, Any]]] | None = None) -> dict[str, float]:

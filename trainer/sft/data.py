@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trainer.config import BUILTIN_SFT_TRACES
 from trainer.data.sft_traces import SFTDataError, SFTRow, jsonl_records, parse_rows
@@ -16,9 +17,18 @@ from trainer.sft.traces.artist import artist_traces
 from trainer.sft.traces.function_calling import FC_MINI, TOOL_N1_MINI, TOOLRL_MINI, function_calling_traces
 from trainer.sft.traces.tool_chains import ARTIST_FC_MINI, tool_chain_traces
 
-# The cold starts' budgets: how many traces, and the mix (trainer.models.tiny.cold_start.TINY_SFT
-# is the tiny model's; kept there because its fingerprint names the shipped weights).
-RETOOL_MINI_TRACES = 4000
+# The 'retool-mini-sft' traces (trainer.sft.traces.arithmetic.tool_use_traces): the tiny model's cold-start mix
+# in ReTool's syntax and tool text (its recipe's sandbox tool prints stdout + stderr), enough to move the
+# cold-started policy to another protocol. 'tirlab/tiny-char-retool' (trainer.models.tiny.retool) is the
+# cold start fine-tuned on them, and this mix is part of its fingerprint.
+RETOOL_MINI: dict[str, Any] = {
+    "size": 4000,
+    "seed": 1,
+    "tool_share": {"easy": 0.25, "hard": 0.9},
+    "easy_share": 0.7,
+    "content_weight": 8.0,
+    "feedback": "retool",
+}
 
 
 def _tiny_cold_start(protocol: str) -> list[dict]:
@@ -27,18 +37,7 @@ def _tiny_cold_start(protocol: str) -> list[dict]:
 
 
 def _retool_mini(protocol: str) -> list[dict]:
-
-    # The tiny model's cold-start mix in ReTool's syntax and tool text (its recipe's sandbox tool prints
-    # stdout + stderr): a small set, enough to move a cold-started policy to another protocol (retool-mini).
-    return tool_use_traces(
-        RETOOL_MINI_TRACES,
-        seed=1,
-        protocol="retool",
-        tool_share={"easy": 0.25, "hard": 0.9},
-        easy_share=0.7,
-        content_weight=8.0,
-        feedback="retool",
-    )
+    return tool_use_traces(**RETOOL_MINI, protocol="retool")
 
 
 def _artist_mini(protocol: str) -> list[dict]:
