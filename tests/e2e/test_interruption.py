@@ -19,7 +19,7 @@ import pytest
 from psycopg import sql
 
 from tests.e2e.lifecycle_stack import REPO
-from tests.interruption import die_with_parent
+from webapp.devstack.processes import popen_tied
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -97,7 +97,7 @@ class ChildPytest:
         argv = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", "-o", "addopts="]
         argv += [f"tests/e2e/interrupted_stack.py::{test}"]
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
+            self.proc = popen_tied(
                 argv,
                 cwd=REPO,
                 env=env,
@@ -105,7 +105,6 @@ class ChildPytest:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=die_with_parent,
             )
 
     def wait_ready(self) -> dict:

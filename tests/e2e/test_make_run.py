@@ -24,7 +24,7 @@ import pytest
 import redis
 from psycopg import sql
 
-from tests.interruption import die_with_parent
+from webapp.devstack.processes import popen_tied
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -51,7 +51,7 @@ class Devstack:
         )
         env.update(extra_env)
         self.lines: list[str] = []
-        self.proc = subprocess.Popen(
+        self.proc = popen_tied(
             argv or [sys.executable, "-m", "webapp.devstack"],
             cwd=REPO,
             env=env,
@@ -60,7 +60,6 @@ class Devstack:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
-            preexec_fn=die_with_parent,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

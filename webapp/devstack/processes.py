@@ -6,6 +6,7 @@ PostgreSQL that pg_ctl detaches is no child: a guard process (guard.py) that die
 stops it.
 """
 
+import concurrent.futures
 import ctypes
 import os
 import signal
@@ -16,6 +17,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -26,9 +28,28 @@ _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> None:
     """Have the kernel send this process `sig` when the process that started it dies, however it dies
-    (Linux; elsewhere nothing). Kept across exec, so a child calls it between fork and exec."""
+    (Linux; elsewhere nothing). Kept across exec. For a child, use `popen_tied`, not this as a
+    `preexec_fn`: the kernel ties the child to the *thread* that forked it, not to its process."""
     if _LIBC is not None:
         _LIBC.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+# PR_SET_PDEATHSIG fires when the thread that forked the child ends. A child started from a short-lived
+# thread (a fault drill restarting a server, a watcher) would be killed when that thread returns, so
+# such children are forked by one thread that lives as long as the process.
+_forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="popen-tied")
+
+
+def popen_tied(argv: list[str], *, death_signal: signal.Signals = signal.SIGTERM, **kwargs) -> subprocess.Popen:
+    """subprocess.Popen(argv, **kwargs) for a child that gets `death_signal` when this process dies,
+    however it dies (Linux), whichever thread asks."""
+
+    def fork() -> subprocess.Popen:
+        return subprocess.Popen(argv, preexec_fn=partial(die_with_parent, death_signal), **kwargs)
+
+    if threading.current_thread() is threading.main_thread():
+        return fork()
+    return _forker.submit(fork).result()
 
 
 class DevstackError(Exception):
@@ -94,7 +115,7 @@ class Child:
     ) -> None:
         self.name = name
         self.own_session = own_session
-        self.proc = subprocess.Popen(
+        self.proc = popen_tied(
             argv,
             cwd=cwd,
             env=env,
@@ -103,7 +124,6 @@ class Child:
             stderr=subprocess.STDOUT if own_session else None,
             start_new_session=own_session,
             pass_fds=pass_fds,
-            preexec_fn=die_with_parent,
         )
         self._reader: threading.Thread | None = None
         if own_session:

@@ -19,8 +19,8 @@ from webapp.devstack.processes import (
     DevstackError,
     Interrupted,
     Managed,
-    die_with_parent,
     exit_description,
+    popen_tied,
     say,
 )
 
@@ -141,7 +141,7 @@ class Supervisor:
         """A command in the foreground (our process group, our terminal); returns its exit code."""
         self.check()
         try:
-            self.command = subprocess.Popen(argv, env=env, preexec_fn=die_with_parent)
+            self.command = popen_tied(argv, env=env)
         except OSError as exc:
             say("devstack", f"cannot run {argv[0]}: {exc}")
             return 127
