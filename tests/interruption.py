@@ -14,15 +14,24 @@ processes a test starts are started with `popen_tied` (webapp/devstack/processes
 with the worker that started them even if it cannot run its teardown.
 """
 
+import ctypes
 import signal
+import sys
 from types import FrameType
 
 import pytest
 
-from webapp.devstack.processes import die_with_parent
-
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG = 1
 _interrupted: list[int] = []
+
+
+def _die_with_parent() -> None:
+    """SIGTERM to this process when its parent dies (Linux). webapp.devstack.processes has the same for
+    the children it starts; importing it here would import Django into every pytest process, the
+    trainer's and sandbox's included (tests/test_tiers.py holds them to no Django)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -47,4 +56,4 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
     for sig in SIGNALS:
         signal.signal(sig, _pass_to_workers if controller else _interrupt)
-    die_with_parent()
+    _die_with_parent()
