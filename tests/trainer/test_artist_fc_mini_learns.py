@@ -1,8 +1,8 @@
 """artist-fc-mini, run whole: ARTIST's multi-turn function calling -- the model calls a tool, reads its
 result, calls the next one -- and RL makes it look the flight up before it books one.
 
-`python -m trainer run --preset artist-fc-mini` starts from 'tirlab/tiny-char-artist-fc' (trainer.models.
-tiny.function_calling: the JSON-call model fine-tuned on tool chains in ARTIST's syntax,
+`python -m trainer run --preset artist-fc-mini` starts from 'tirlab/tiny-char-artist-fc'
+(trainer.models.tiny.function_calling: the JSON-call model fine-tuned on tool chains in ARTIST's syntax,
 trainer.data.tool_chains, which book half of the chains at once with a flight number of their own or stop
 after the lookup) and trains it with ARTIST's state + function + format reward. Its calls run in the sandbox
 (the function_calling environment) and their results come back in <tool_result> blocks, so a booking is right

@@ -1,11 +1,11 @@
 """ReTool-mini, run whole: the SFT stage taught ReTool's syntax, RL raises hard accuracy over it.
 
-`python -m trainer run --preset retool-mini` starts from 'tirlab/tiny-char-retool' (trainer.models.
-tiny.retool: the shipped tiny model, trained on ```python calls, fine-tuned on the 'retool-mini-sft'
-traces, <code>/<interpreter>/<answer>: ReTool's SFT stage, shipped) and trains it with ReTool's reward and
-tool text. Step 0's rollouts are the SFT-only policy's; the test asserts from the run's own metrics that it
-already calls the tool in ReTool's syntax, and that RL raises its accuracy on hard problems, and overall,
-by a clear margin. tests/trainer/test_sft_then_rl.py runs both stages in one run.
+`python -m trainer run --preset retool-mini` starts from 'tirlab/tiny-char-retool'
+(trainer.models.tiny.retool: the shipped tiny model, trained on ```python calls, fine-tuned on the
+'retool-mini-sft' traces, <code>/<interpreter>/<answer>: ReTool's SFT stage, shipped) and trains it with
+ReTool's reward and tool text. Step 0's rollouts are the SFT-only policy's; the test asserts from the run's
+own metrics that it already calls the tool in ReTool's syntax, and that RL raises its accuracy on hard
+problems, and overall, by a clear margin. tests/trainer/test_sft_then_rl.py runs both stages in one run.
 """
 
 import json
