@@ -39,7 +39,8 @@ def teardown_marker() -> Iterator[None]:
 
 
 def test_a_stack_waits_to_be_stopped(stack: Stack) -> None:
-    ready = {"root": str(stack.root), "database": stack.db_name, "pid": os.getpid()}
+    pids = {name: proc.proc.pid for name, proc in stack.procs.items()}
+    ready = {"root": str(stack.root), "database": stack.db_name, "pid": os.getpid(), "pids": pids}
     Path(os.environ["TIRLAB_INTERRUPT_READY"]).write_text(json.dumps(ready))
     time.sleep(3600)
 
