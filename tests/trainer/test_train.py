@@ -15,6 +15,7 @@ from trainer.config import validate_config
 from trainer.contract import ChatMessage, IngestBatch, TrajectoryIn
 from trainer.loop.collect import Group
 from trainer.loop.train import run_training
+from trainer.metrics.step import step_metrics
 from trainer.protocols import PROTOCOL_NAMES, get_protocol
 from trainer.report.client import Reporter
 from trainer.report.trajectories import trajectory_report
@@ -154,6 +155,21 @@ def test_a_reported_trajectory_is_valid_as_built_and_on_the_wire(protocol_name):
     assert report.ground_truth == 42 and set(report.reward_components) == {"torl", "torl@2"}
     tool_turns = [(turn.call, turn.status, turn.duration_ms) for turn in report.turns if turn.kind == "tool"]
     assert tool_turns == [("print(6*7)", "ok", 3.0)] * report.tool_call_count
+
+
+def test_a_function_calling_reply_reports_the_calls_it_made():
+    """tool_call_json's calls are scored, not run: the trajectory counts the calls in its text, as the
+    step's tool-call metrics do (it reported the executions, 0, and the rollouts page said "tool calls
+    0" beside "2 made", and its "used a tool" filter found none)."""
+    protocol = get_protocol("tool_call_json")
+    text = '<think>two</think>\n<tool_call>\n{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {}}\n</tool_call>'
+    completion = Completion(text, "tool_call_json", response_tokens=20)
+    example = Example(id="1", prompt=[{"role": "user", "content": "a then b"}], ground_truth="", data_source="fc")
+    trajectory = Trajectory(
+        completion, prompt_ids=[1, 2, 3], response_ids=[4], loss_mask=[1], tool_mask=[0], logprobs=[0.0]
+    )
+    report = trajectory_report(example, 0, trajectory, RewardResult(total=1.0), 0, 5, protocol)
+    assert report.tool_call_count == 2 == step_metrics([[(completion, RewardResult(total=1.0))]])["tool_calls/max"]
 
 
 def test_a_trajectory_the_dashboard_would_refuse_fails_where_it_is_built():

@@ -4,6 +4,7 @@ output's status and duration, its prompt, answer, reward and counts."""
 from __future__ import annotations
 
 from trainer.contract import ChatMessage, TrajectoryIn, TurnIn
+from trainer.metrics.step import tool_call_count
 from trainer.protocols.base import Protocol
 from trainer.protocols.prompts import Prompt
 from trainer.report.client import jsonable
@@ -67,7 +68,9 @@ def trajectory_report(
         reward=float(reward.total),
         reward_components={key: float(value) for key, value in reward.components.items()},
         correct=bool(reward.correct),
-        tool_call_count=len(executions),
+        # The calls the step's tool-call metrics count: the executions, or for calls that are scored and
+        # not run (tool_call_json), the calls in the text.
+        tool_call_count=tool_call_count(completion),
         truncated=completion.truncated,
         prompt_tokens=len(trajectory.prompt_ids),
         response_tokens=completion.response_tokens,
