@@ -1,6 +1,6 @@
 // The rollouts page (templates/ui/rollouts.html), enhanced: ←/→ change step, the slider moves to a
-// step, code is highlighted, "copy link" copies a deep link, the linked trajectory is scrolled to,
-// and a notice offers the newest step while the run is live.
+// step, code is highlighted, "link" copies a deep link, the linked trajectory is opened and scrolled
+// to, and a notice offers the newest step while the run is live.
 //
 // Model output is untrusted: everything here builds DOM nodes with textContent / createTextNode,
 // never HTML strings.
@@ -113,8 +113,19 @@
   }
 
   // ---- deep links ---------------------------------------------------------------------------
-  const target = root.querySelector(".trajectory.is-target");
+  // The linked trajectory: the server opened it when the query named it; a bare #t-P-S opens here.
+  function openFromHash() {
+    const match = /^#(t-\d+-\d+)$/.exec(location.hash);
+    const row = match && document.getElementById(match[1]);
+    if (row && row.tagName === "DETAILS") row.open = true;
+    return row;
+  }
+  const target = root.querySelector(".trajectory.is-target") || openFromHash();
   if (target) target.scrollIntoView({ block: "start" });
+  window.addEventListener("hashchange", function () {
+    const row = openFromHash();
+    if (row) row.scrollIntoView({ block: "start" });
+  });
 
   root.addEventListener("click", async function (event) {
     const link = event.target.closest("a.copy-link");

@@ -1,5 +1,5 @@
 """A function-calling run's rollouts in a real browser: each sample's calls beside the ground truth's,
-what differs marked and readable in both themes, the completion text a click away."""
+what differs marked and readable in both themes, the completion's turns under them."""
 
 import json
 
@@ -60,8 +60,15 @@ def run_id(researcher) -> int:
     return in_thread(report_run, user=researcher)
 
 
+def open_rows(page, *row_ids: str) -> None:
+    for row_id in row_ids:
+        page.click(f"#{row_id} > summary")
+        page.wait_for_selector(f"#{row_id}[open] .trajectory-body", state="visible")
+
+
 def test_calls_beside_the_ground_truth_with_what_differs(page, live_server, run_id):
     log_in(page, live_server, f"/runs/{run_id}/rollouts/", wait_for="#rollouts")
+    open_rows(page, "t-0-0", "t-0-1", "t-0-2", "t-0-3")
     assert page.inner_text("#t-0-0 .calls-head").split() == [
         "calls",
         "exact",
@@ -88,9 +95,10 @@ def test_calls_beside_the_ground_truth_with_what_differs(page, live_server, run_
     assert page.locator("#t-0-2 tbody.is-unexpected_call code").inner_text() == "set_timer"
     # A completion whose calls do not parse makes none: each expected call is missing.
     assert page.locator("#t-0-3 tbody.is-missing_call code").all_inner_texts() == ["get_weather", "set_timer"]
-    # The samples of the group stay side by side, their calls at the top of each.
-    boxes = [page.locator(f"#t-0-{i} .calls").bounding_box() for i in range(4)]
-    assert len({box["y"] for box in boxes}) == 1
+    # Each row says how its calls went without opening it.
+    assert page.inner_text("#t-0-0 .calls-made") == "2 / 2 exact"
+    assert page.inner_text("#t-0-1 .calls-made") == "2 / 2 3 diff"
+    assert page.inner_text("#t-0-3 .calls-made") == "– / 2 format error"
 
     screenshot(page, "rollouts_calls.png")
     toggle_theme(page)
@@ -113,17 +121,19 @@ def test_calls_beside_the_ground_truth_with_what_differs(page, live_server, run_
         "#t-0-2 tbody.is-unexpected_call td.got code",
         "#t-0-3 tbody.is-missing_call:first-of-type .diff-mark",
         "#t-0-3 .calls-head .diff-mark",  # format error
-        "#t-0-0 .raw-text > summary",
+        "#t-0-3 .calls-made .diff-mark",
     )
 
 
-def test_the_completion_text_is_folded_unless_its_calls_do_not_parse(page, live_server, run_id):
+def test_the_completion_text_is_shown_as_turns_under_the_calls(page, live_server, run_id):
+    """The model's text is never folded away behind its calls: opened, a sample shows its calls
+    against the ground truth's and then its turns, the <tool_call> block highlighted."""
     log_in(page, live_server, f"/runs/{run_id}/rollouts/", wait_for="#rollouts")
-    assert page.locator("#t-0-1 .raw-text .turns").is_hidden()
-    page.click("#t-0-1 .raw-text > summary")
-    assert "Weather first, then the timer." in page.inner_text("#t-0-1 .raw-text .turns")
-    assert page.locator("#t-0-1 .raw-text code.highlighted .hl-string").first.inner_text() == '"name"'
-    # A format error shows its text at once: it is what there is to read.
-    assert page.locator("#t-0-3 .raw-text .turns").is_visible()
+    open_rows(page, "t-0-1", "t-0-3")
+    assert page.locator("#t-0-1 .turns").is_visible()
+    assert "Weather first, then the timer." in page.inner_text("#t-0-1 .turns")
+    assert page.locator("#t-0-1 .turns code.highlighted .hl-string").first.inner_text() == '"name"'
+    calls, turns = page.locator("#t-0-1 .calls").bounding_box(), page.locator("#t-0-1 .turns").bounding_box()
+    assert calls["y"] + calls["height"] <= turns["y"]
     assert page.inner_text("#t-0-3 .calls-head .diff-mark") == "format error"
-    assert '"arguments": {"city":' in page.inner_text("#t-0-3 .raw-text .turns")
+    assert '"arguments": {"city":' in page.inner_text("#t-0-3 .turns")

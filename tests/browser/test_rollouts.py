@@ -1,5 +1,5 @@
 """The rollouts page in a real browser: step through a run's rollouts with the keyboard, read a
-GRPO group side by side, filter, search, follow deep links, and stay safe from model output."""
+GRPO group a row per sample, filter, search, follow deep links, and stay safe from model output."""
 
 import os
 
@@ -56,16 +56,23 @@ def run(researcher):
 
 
 def shown(page) -> list[str]:
-    return page.eval_on_selector_all("article.trajectory", "nodes => nodes.map(n => n.id)")
+    return page.eval_on_selector_all(".trajectory", "nodes => nodes.map(n => n.id)")
+
+
+def open_row(page, row_id: str) -> None:
+    """Open a sample's row into its trajectory, as a click on the row does."""
+    page.click(f"#{row_id} > summary")
+    page.wait_for_selector(f"#{row_id}[open] .trajectory-body", state="visible")
 
 
 def test_step_through_rollouts_with_the_arrow_keys(page, live_server, run):
     log_in(page, live_server, f"/runs/{run.pk}/rollouts/", wait_for="#rollouts")
     assert "Step 3" in page.inner_text(".step-summary")
-    # The group of a prompt side by side: same row, samples left to right.
+    # The group of a prompt a row per sample, in order; a row opens into its trajectory.
     boxes = [page.locator(f"#t-0-{i}").bounding_box() for i in range(3)]
-    assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"]
-    assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]
+    assert boxes[0]["x"] == boxes[1]["x"] == boxes[2]["x"]
+    assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"]
+    open_row(page, "t-0-0")
     # The code the model wrote is highlighted.
     assert page.locator("#t-0-0 code.highlighted .hl-builtin").first.inner_text() == "print"
     assert page.locator("#t-0-0 code.highlighted .hl-comment").first.inner_text() == "# check"
@@ -77,6 +84,7 @@ def test_step_through_rollouts_with_the_arrow_keys(page, live_server, run):
     page.keyboard.press("ArrowLeft")
     page.wait_for_url("**/rollouts/?step=2")
     assert "Step 2" in page.inner_text(".step-summary")
+    open_row(page, "t-0-1")
     assert "Sample 1 of step 2." in page.inner_text("#t-0-1")
     page.keyboard.press("ArrowLeft")
     page.wait_for_url("**/rollouts/?step=1")
@@ -93,7 +101,7 @@ def test_filter_to_incorrect_rollouts(page, live_server, run):
     page.click("text=Apply")
     page.wait_for_url("**correct=false**")
     assert shown(page) == ["t-0-1", "t-0-2", "t-1-1", "t-1-2"]
-    assert page.locator("article.trajectory .badge.bad", has_text="incorrect").count() == 4
+    assert page.locator(".trajectory .badge.bad", has_text="incorrect").count() == 4
     # The filter stays on while stepping.
     page.keyboard.press("ArrowLeft")
     page.wait_for_url("**step=2**")
@@ -108,6 +116,7 @@ def test_a_deep_link_scrolls_to_and_highlights_its_trajectory(page, live_server,
     target = page.locator(".trajectory.is-target")
     assert target.count() == 1
     assert target.get_attribute("id") == "t-3-2"
+    assert target.get_attribute("open") is not None  # opened at its trajectory
     assert page.evaluate("document.getElementById('t-3-2').getBoundingClientRect().top") < 800
     assert page.evaluate("window.scrollY") > 300
 
@@ -150,6 +159,7 @@ def test_model_output_renders_as_text_and_runs_nothing(page, live_server, run):
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     log_in(page, live_server, f"/runs/{run.pk}/rollouts/?step=5", wait_for="#rollouts")
     page.click("details.prompt summary")
+    open_row(page, "t-0-0")
     text = page.inner_text("#rollouts")
     assert f"Reasoning {XSS}" in text
     assert f"output {XSS}" in text
@@ -170,6 +180,7 @@ def test_without_javascript_a_step_is_readable_and_the_links_step(browser, live_
         assert "Step 2" in page.inner_text(".step-summary")
         page.click("a[rel=next]")
         page.wait_for_url("**step=3")
+        open_row(page, "t-1-2")  # a <details>: it opens without JavaScript
         assert "Sample 2 of step 3." in page.inner_text("#t-1-2")
     finally:
         context.close()

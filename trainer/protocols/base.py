@@ -49,6 +49,10 @@ def tagged_call_re(tag: str) -> re.Pattern[str]:
     return re.compile(rf"<{tag}>\n?(?:```[^\n]*\n)?(?P<call>.*?\n?)(?=(?:```)?\n?</{tag}>|\Z)", re.DOTALL)
 
 
+# A tool output as a tag-wrapping protocol inserts it: <tag>, the output, </tag>, blank lines around.
+_TAGGED_OUTPUT = re.compile(r"\A\s*<(?P<tag>[\w-]+)>\n?(?P<body>.*?)\n?</(?P=tag)>\s*\Z", re.DOTALL)
+
+
 def output_failed(text: str) -> bool:
     """Whether a wrapped tool output reports a failure (ToRL's test: the word "Error")."""
     return "Error" in text
@@ -73,6 +77,9 @@ class Protocol(ABC):
     multi_turn_calls: ClassVar[bool] = False
     # The metrics a run page draws first.
     headline_metrics: ClassVar[tuple[str, ...]] = HEADLINE_METRICS
+    # The start of a tool output's wrapper where it is model text (the stop marker opens the output):
+    # shown with the output it opens, not at the end of the model's turn. "" where the marker closes the call.
+    output_opening: ClassVar[str] = ""
 
     @property
     def json_calls(self) -> bool:
@@ -160,6 +167,12 @@ class Protocol(ABC):
         if pos < len(text):
             parts.append(TextPart("prose", text[pos:]))
         return parts
+
+    def output_body(self, tool_text: str) -> str:
+        """A tool output as inserted (one `tool` segment), without the protocol's wrapper: what the
+        tool printed, as the rollouts page shows it in the output's box."""
+        match = _TAGGED_OUTPUT.match(tool_text)
+        return match.group("body") if match else tool_text.strip("\n")
 
     def model_text(self, response: str, *, tool_outputs: int | None = None) -> str:
         """The response without its tool outputs: what the model wrote."""

@@ -51,6 +51,7 @@ class PythonMarkdown(Protocol):
         r"(?:^```python[^\n]*|```python$)\n(?P<call>.*?)(?=^```|\Z)", re.DOTALL | re.MULTILINE
     )
     call_language: ClassVar[str] = "python"
+    output_opening: ClassVar[str] = OUTPUT_MARKER
 
     def extract_call(self, text: str) -> str | None:
         # ToRL runs extract_program on the current round's generation only: a block written
@@ -59,6 +60,11 @@ class PythonMarkdown(Protocol):
 
     def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         return f"{OUTPUT_MARKER}\n{feedback.text(result)}\n```\n"
+
+    def output_body(self, tool_text: str) -> str:
+        """The output between the marker's line and the closing fence."""
+        match = re.fullmatch(r"\n?(?P<body>.*?)\n?```\n?", tool_text, re.DOTALL)
+        return match.group("body") if match else tool_text.strip("\n")
 
     def append_output(self, text: str, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         # The wrapper starts with the marker itself; ToRL also puts the marker on its own line.

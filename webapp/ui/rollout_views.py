@@ -9,10 +9,8 @@ each trajectory's calls (every block of the model's own text, tool outputs left 
 truth's, call by call (trainer.protocols.call_diff), above its text.
 """
 
-import json
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,11 +24,10 @@ from django.urls import NoReverseMatch, reverse
 
 from trainer.config import ToolConfig
 from trainer.contract import INT_MAX
-from trainer.protocols import Protocol, TextPart, get_protocol
-from trainer.protocols.call_diff import CompletionDiff, completion_diff
-from trainer.protocols.calls import ground_truth_calls
+from trainer.protocols import Protocol, get_protocol
 from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
+from webapp.ui import rollout_samples as samples
 from webapp.ui.external_runs import config_protocol
 
 GROUPS_PER_PAGE = 4
@@ -48,6 +45,13 @@ class RolloutQuery(forms.Form):
     prompt = forms.IntegerField(required=False, min_value=0, max_value=INT_MAX)
     sample = forms.IntegerField(required=False, min_value=0, max_value=INT_MAX)
     page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    # Two samples of the prompt's group side by side: "3,5".
+    pair = forms.RegexField(
+        required=False,
+        regex=r"^\d{1,9},\d{1,9}$",
+        label="Side by side",
+        error_messages={"invalid": "give two sample numbers, like 3,5."},
+    )
     correct = forms.ChoiceField(
         required=False, choices=[("", "all"), ("true", "correct"), ("false", "incorrect")], label="Outcome"
     )
@@ -77,64 +81,19 @@ def _query(params: dict[str, Any]) -> str:
     return "?" + urlencode({key: value for key, value in params.items() if value not in (None, "")})
 
 
-@dataclass
-class TurnView:
-    kind: str
-    parts: list[TextPart] = field(default_factory=list)  # model turns: prose and calls
-    text: str = ""  # tool turns: the output
-    call: str = ""  # tool turns: the code or call, when the model turn above does not show it
-    status: str = ""
-    duration_ms: float | None = None
-
-
 def run_protocol(run: Run) -> Protocol:
     """The tool protocol the run's config names (the config's default where it names none)."""
     return get_protocol(config_protocol(run) or ToolConfig.model_fields["protocol"].default)
 
 
-def _turn_views(turns: list[dict], protocol: Protocol) -> list[TurnView]:
-    views: list[TurnView] = []
-    previous_model_text = ""
-    for turn in turns:
-        if turn.get("kind") == "tool":
-            call = turn.get("call") or ""
-            views.append(
-                TurnView(
-                    kind="tool",
-                    text=turn.get("text", ""),
-                    call="" if call.strip() in previous_model_text else call,
-                    status=turn.get("status") or "",
-                    duration_ms=turn.get("duration_ms"),
-                )
-            )
-        else:
-            previous_model_text = turn.get("text", "")
-            views.append(TurnView(kind="model", parts=protocol.call_parts(previous_model_text)))
-    return views
-
-
-def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _call_diff(trajectory: Trajectory, protocol: Protocol) -> CompletionDiff | None:
-    """The trajectory's JSON calls against its ground truth's, where the run's calls are JSON and the
-    ground truth is calls (the call metrics' reading of both); None elsewhere."""
-    if not protocol.json_calls:
-        return None
-    truth = ground_truth_calls(trajectory.ground_truth)
-    if truth is None:
-        return None
-    model_text = "".join(turn.get("text", "") for turn in trajectory.turns if turn.get("kind") != "tool")
-    return completion_diff(model_text, truth, protocol.name)
-
-
 def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | None], protocol: Protocol) -> Trajectory:
-    trajectory.turn_views = _turn_views(trajectory.turns, protocol)
-    trajectory.call_diff = _call_diff(trajectory, protocol)
-    trajectory.ground_truth_text = _as_text(trajectory.ground_truth)
+    trajectory.turn_views = samples.turn_views(trajectory.turns, protocol)
+    trajectory.call_diff = samples.call_diff(trajectory, protocol)
+    trajectory.calls_made = samples.calls_made(trajectory, trajectory.call_diff)
+    trajectory.answer_text = samples.answer_text(trajectory, protocol)
+    trajectory.answer_cell = samples.cell(trajectory.answer_text)
+    trajectory.ground_truth_text = samples.expected_text(trajectory.ground_truth)
+    trajectory.ground_truth_state = samples.ground_truth_state(trajectory.ground_truth)
     trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
     trajectory.deep_link = (
         _query({"step": trajectory.step, "prompt": trajectory.prompt_index, "sample": trajectory.sample_index})
@@ -147,7 +106,7 @@ def _prompt_preview(prompt: Any) -> str:
     """The question on one line: the last message of a chat prompt, cut to PREVIEW_CHARS."""
     if isinstance(prompt, list):
         prompt = prompt[-1].get("content", "") if prompt and isinstance(prompt[-1], dict) else ""
-    text = _one_line(_as_text(prompt)).strip()
+    text = _one_line(samples.as_text(prompt)).strip()
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
@@ -217,6 +176,14 @@ def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
             },
         )
         group["trajectories"].append(_trajectory_view(trajectory, target, protocol))
+    pair = tuple(int(n) for n in data["pair"].split(",")) if data["pair"] else ()
+    for group in groups.values():
+        _compare_links(group, step, filter_params, pair if group["prompt_index"] == data["prompt"] else ())
+    if pair and not any(group["pair"] for group in groups.values()):
+        context["notice"] = (
+            f"Samples {data['pair'].replace(',', ' and ')} of prompt {data['prompt']} are not both among"
+            f" the rollouts shown for step {step}."
+        )
     if (
         data["prompt"] is not None
         and data["sample"] is not None
@@ -246,6 +213,30 @@ def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
         page_urls=[(n, _query({"step": step, **filter_params, "page": n})) for n in range(1, pages + 1)],
     )
     return context
+
+
+def _compare_links(group: dict[str, Any], step: int, filter_params: dict[str, str], pair: tuple[int, ...]) -> None:
+    """The group's best and worst samples, the link that puts them side by side, each sample's link to
+    its place beside the best, and the pair asked for (`pair`: two sample numbers of this group)."""
+    trajectories = group["trajectories"]
+    prompt = group["prompt_index"]
+    first = trajectories[0]
+    group["expected"] = samples.cell(first.ground_truth_text)
+    group["component_names"] = samples.component_columns(trajectories)
+
+    def pair_url(a: int, b: int) -> str:
+        return _query({"step": step, "prompt": prompt, "pair": f"{a},{b}", **filter_params}) + f"#pair-{prompt}"
+
+    best, worst = samples.mark_best_and_worst(trajectories)
+    group["best_vs_worst_url"] = pair_url(best.sample_index, worst.sample_index) if best else ""
+    group["best_sample"] = best.sample_index if best else None
+    for trajectory in trajectories:
+        trajectory.beside_best_url = (
+            pair_url(best.sample_index, trajectory.sample_index) if best and trajectory is not best else ""
+        )
+    by_sample = {t.sample_index: t for t in trajectories}
+    group["pair"] = [by_sample[n] for n in pair if n in by_sample] if len(set(pair)) == 2 else []
+    group["pair_close_url"] = _query({"step": step, **filter_params}) + f"#g-{prompt}"
 
 
 def _snippet(text: str, q: str, regex: bool) -> tuple[str, str, str]:
