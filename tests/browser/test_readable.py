@@ -97,12 +97,15 @@ def test_finished_run_pages(page, live_server, researcher):
 
 def test_rollouts_page(page, live_server, researcher, running):
     log_in(page, live_server, f"/runs/{running}/rollouts/")
+    page.click("#t-0-0 > summary")
     page.wait_for_selector("#t-0-0 code.highlighted")
     assert_readable_in_both_themes(
         page,
         "#rollout-form button[type=submit]",
         "#t-0-0 .copy-link",
-        "#t-0-0 .trajectory-head .badge.ok",
+        "#t-0-0 .outcome .badge.ok",
+        "#t-0-0 .reward",
+        "#t-0-0 .answer-cell",
         "#t-0-0 .final-answer",
     )
 

@@ -342,3 +342,16 @@ def test_protocols_default_to_tirlab_feedback_the_cold_start_was_trained_on() ->
     # trainer.sft.train writes the tiny model's cold-start traces with the default.
     assert PM.append_output(CODE, ok("")) == PM.append_output(CODE, ok(""), feedback=Feedback("tirlab"))
     assert EMPTY_OUTPUT in PM.append_output(CODE, ok(""))
+
+
+@pytest.mark.parametrize("name", [n for n in PROTOCOL_NAMES if get_protocol(n).call_end() is not None])
+def test_a_tool_outputs_body_is_what_the_tool_printed(name: str) -> None:
+    """What the rollouts page shows in an output's box: the output without the protocol's wrapper
+    (python_markdown's closing fence included), the model's own text around it left out."""
+    protocol = get_protocol(name)
+    output = '{"x": 1}\n  indented line'
+    text = f"Let me check.{protocol.call_end()}" + protocol.wrap_output(output) + "Done."
+    (tool,) = [segment.text for segment in protocol.segments(text) if segment.kind == "tool"]
+    assert protocol.output_body(tool) == output
+    if protocol.output_opening:  # the opening that the model wrote ends its turn
+        assert text.split(tool)[0].endswith(protocol.output_opening)

@@ -50,8 +50,8 @@ def rollouts(client: Client, make_run, trajectories: list[dict], *, protocol: st
 
 
 def card(html: str, sample: int) -> str:
-    """One trajectory's article."""
-    found = re.search(rf'<article [^>]*id="t-0-{sample}".*?</article>', html, re.DOTALL)
+    """One trajectory's row and what it opens into."""
+    found = re.search(rf'<details [^>]*id="t-0-{sample}".*?</details>', html, re.DOTALL)
     assert found, f"no trajectory t-0-{sample}"
     return found.group(0)
 
@@ -125,11 +125,10 @@ def test_a_reply_where_no_call_is_due_matches(client, make_run):
     assert '<table class="call-diff">' not in html
 
 
-def test_a_format_error_keeps_the_raw_text_open(client, make_run):
+def test_a_format_error_shows_the_text_that_did_not_parse(client, make_run):
     broken = '<think>x</think>\n<tool_call>[{"name": "get_weather", "arguments": {"city": </tool_call>'
     html = card(rollouts(client, make_run, [trajectory(0, broken)]), 0)
     assert '<span class="diff-mark is-format_error">format error</span>' in html
-    assert '<details class="raw-text" open>' in html
     assert (
         '<code data-lang="json">[{&quot;name&quot;: &quot;get_weather&quot;, &quot;arguments&quot;: {&quot;city&quot;:'
         in html
@@ -137,16 +136,12 @@ def test_a_format_error_keeps_the_raw_text_open(client, make_run):
     assert '<tbody class="call is-missing_call">' in html
 
 
-def test_the_raw_text_stays_below_the_calls_folded(client, make_run):
+def test_the_turns_follow_the_calls_never_folded(client, make_run):
     html = card(rollouts(client, make_run, [trajectory(0, completion(WEATHER))]), 0)
-    assert '<details class="raw-text"><summary>completion text</summary>' in html
-    assert (
-        html.index('<section class="calls"')
-        < html.index('<details class="raw-text"')
-        < html.index('<ol class="turns">')
-    )
+    assert html.index('<section class="calls"') < html.index('<ol class="turns">')
+    assert "<details" not in html[html.index("<summary") :]  # nothing folded inside the opened row
     assert "The user wants the weather." in html
-    assert '<dd class="ground-truth">' in html  # the ground truth as JSON text too
+    assert '<dd class="ground-truth">get_weather(city=&quot;Paris&quot;, unit=&quot;celsius&quot;)</dd>' in html
 
 
 def test_toolrl_text_ground_truth_and_layout(client, make_run):
@@ -178,7 +173,7 @@ def test_no_calls_view_without_json_calls_and_call_ground_truth(client, make_run
     html = rollouts(
         client, make_run, [trajectory(0, completion(WEATHER), ground_truth=ground_truth)], protocol=protocol
     )
-    assert 'class="calls"' not in html and "raw-text" not in html
+    assert 'class="calls"' not in html
     assert '<ol class="turns">' in html
 
 

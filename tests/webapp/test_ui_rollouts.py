@@ -1,5 +1,7 @@
 """The rollouts page as the server renders it (JavaScript off), and the regex search of the API."""
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -243,3 +245,35 @@ def test_a_call_holding_markup_is_escaped(browser, make_run, protocol, text):
     html = page(browser, run).content.decode()
     assert "<script>alert(1)</script>" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_each_group_marks_its_best_and_worst_and_puts_them_side_by_side(browser, run):
+    html = page(browser, run, "?step=5").content.decode()
+    assert html.count('<span class="rank is-best">best</span>') == 2
+    assert html.count('<span class="rank is-worst">worst</span>') == 2
+    assert 'class="best-vs-worst" href="?step=5&amp;prompt=1&amp;pair=0%2C1#pair-1"' in html
+    assert 'class="pair"' not in html
+    html = page(browser, run, "?step=5&prompt=1&pair=0,1").content.decode()
+    assert html.count('<section class="pair" id="pair-1"') == 1
+    sides = re.findall(r'<article class="side (is-\w+)" data-sample="(\d)">', html)
+    assert sides == [("is-correct", "0"), ("is-incorrect", "1")]
+
+
+def test_a_pair_not_shown_or_malformed_is_said(browser, run):
+    html = page(browser, run, "?step=5&prompt=1&pair=0,7").content.decode()
+    assert "Samples 0 and 7 of prompt 1 are not both among the rollouts shown for step 5." in html
+    response = page(browser, run, "?step=5&prompt=1&pair=0")
+    assert response.status_code == 400
+    assert "Side by side: give two sample numbers, like 3,5." in response.content.decode()
+
+
+def test_a_code_output_shows_in_its_box_without_its_fences(browser, run):
+    """python_markdown's output is "```output" (the model's stop marker), the output, "```": the box
+    holds the output, the opening shown with it rather than at the end of the model's turn."""
+    real = trajectory(9, 0, 0)
+    real["turns"][0]["text"] += "\n```output"  # as trainer.report.trajectories reports it
+    real["turns"][1]["text"] = "\n391\n```\n"
+    report(run, [real])
+    html = page(browser, run, "?step=9").content.decode()
+    assert "print(17*23)\n```\n```output" not in html
+    assert '<span class="opening mono">```output</span>\n    <pre class="output">391</pre>' in html

@@ -235,7 +235,7 @@ def _compare_links(group: dict[str, Any], step: int, filter_params: dict[str, st
             pair_url(best.sample_index, trajectory.sample_index) if best and trajectory is not best else ""
         )
     by_sample = {t.sample_index: t for t in trajectories}
-    group["pair"] = [by_sample[n] for n in pair if n in by_sample] if len(set(pair)) == 2 else []
+    group["pair"] = [by_sample[n] for n in pair] if len(set(pair)) == 2 and set(pair) <= by_sample.keys() else []
     group["pair_close_url"] = _query({"step": step, **filter_params}) + f"#g-{prompt}"
 
 
