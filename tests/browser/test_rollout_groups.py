@@ -76,6 +76,8 @@ def test_a_whole_group_of_eight_fits_a_laptop_screen(page, open_rollouts, preset
     assert page.evaluate("document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth")
     if viewport == (1280, 800):
         shoot_both_themes(page, f"rollouts-{preset}")
+    else:
+        screenshot(page, f"rollouts-{preset}-{viewport[0]}.png")
 
 
 def test_a_code_output_is_one_box_with_its_fences_outside(page, open_rollouts):

@@ -1,8 +1,6 @@
 """The rollouts page in a real browser: step through a run's rollouts with the keyboard, read a
 GRPO group a row per sample, filter, search, follow deep links, and stay safe from model output."""
 
-import os
-
 import pytest
 
 from tests.browser._helpers import in_thread, log_in, screenshot
@@ -76,11 +74,6 @@ def test_step_through_rollouts_with_the_arrow_keys(page, live_server, run):
     # The code the model wrote is highlighted.
     assert page.locator("#t-0-0 code.highlighted .hl-builtin").first.inner_text() == "print"
     assert page.locator("#t-0-0 code.highlighted .hl-comment").first.inner_text() == "# check"
-    screenshot(page, "rollouts.png")
-    if os.environ.get("TIRLAB_SCREENSHOT_DIR"):
-        page.click("#theme-toggle")
-        screenshot(page, "rollouts_dark.png")
-
     page.keyboard.press("ArrowLeft")
     page.wait_for_url("**/rollouts/?step=2")
     assert "Step 2" in page.inner_text(".step-summary")
