@@ -1,10 +1,14 @@
 """Reward configs in a real browser: try a reward on a pasted completion, save a config from a preset."""
 
+import json
+
 import pytest
 
 from tests.browser._helpers import in_thread, log_in, screenshot
+from trainer.rewards import REWARD_NAMES
 from webapp.rewards.models import RewardConfig
 from webapp.rewards.services import builtin_reward_configs_seed
+from webapp.ui.reward_examples import EXAMPLES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,3 +90,67 @@ def test_create_a_reward_config_from_a_preset(page, live_server, researcher):
         "max1_step30_max3",
     ]
     screenshot(page, "rewards.png")
+
+
+# --- issue 31, item 3: try it with the ground truth as tirlab shows it, an example per reward, rounded totals ---
+
+DENTIST = {"name": "add_event", "arguments": {"title": "Dentist", "date": "2026-12-01"}}
+# What the rollouts page shows as "expected" for a toolrl-mini sample, and the same call in ToolRL's text form.
+EXPECTED_AS_SHOWN = json.dumps([DENTIST], ensure_ascii=False)
+TOOLRL_TEXT = (
+    '<tool_call>\n{"name": "add_event", "parameters": {"title": "Dentist", "date": "2026-12-01"}}\n</tool_call>'
+)
+NEAR_MISS = (
+    "<think>The user wants the appointment in the calendar.</think>\n"
+    '<tool_call>\n{"name": "add_event", "parameters": {"title": "Dentist", "date": "2026-12-02"}}\n</tool_call>'
+)
+
+
+def try_reward(page, completion: str, ground_truth: str) -> None:
+    page.fill("textarea[name=completion]", completion)
+    page.fill("textarea[name=ground_truth]", ground_truth)
+    page.click("button[value=try]")
+
+
+def shown_score(page) -> tuple[str, dict[str, str]]:
+    result = page.locator("#result")
+    rows = result.locator("table.components tbody tr").all()
+    return result.locator(".total strong").inner_text(), dict(tuple(r.locator("td").all_inner_texts()) for r in rows)
+
+
+def test_toolrl_scores_the_expected_json_of_the_rollouts_page_as_its_text_form(page, live_server, researcher):
+    log_in(page, live_server, "/rewards/")
+    page.goto(f"{live_server.url}/rewards/?reward=toolrl")
+    try_reward(page, NEAR_MISS, TOOLRL_TEXT)
+    as_text = shown_score(page)
+    try_reward(page, NEAR_MISS, EXPECTED_AS_SHOWN)
+    assert shown_score(page) == as_text == ("2.5", {"format": "1.0", "correctness": "1.5"})
+    # A ground truth that cannot be read says why instead of scoring zeros.
+    try_reward(page, NEAR_MISS, EXPECTED_AS_SHOWN[:-2])
+    assert page.locator("#result").count() == 0
+    error = page.locator("#reward-form .message.error").inner_text()
+    assert "Could not score: the ground truth starts like JSON but is not valid JSON" in error
+    assert "(line 1, column" in error
+    # Text in neither of its forms is ToolRL's "reply with only <think>": said beside the score.
+    try_reward(page, NEAR_MISS, "add_event(title='Dentist')")
+    assert "no <tool_call> and no <response>" in page.inner_text("#result")
+    screenshot(page, "rewards-toolrl.png")
+
+
+def test_every_reward_fills_in_an_example_that_scores_and_totals_are_rounded(page, live_server, researcher):
+    log_in(page, live_server, "/rewards/")
+    for reward in REWARD_NAMES:
+        page.goto(f"{live_server.url}/rewards/?reward={reward}")
+        example = EXAMPLES[reward]
+        assert page.get_attribute("textarea[name=ground_truth]", "placeholder") == example.ground_truth_hint
+        page.click("#fill-example")
+        assert page.input_value("textarea[name=completion]") == example.completion
+        assert page.input_value("textarea[name=ground_truth]") == example.ground_truth
+        page.click("button[value=try]")
+        assert "not correct" not in page.inner_text("#result .total"), reward
+        assert float(page.inner_text("#result .total strong")) > 0, reward
+    # artist_fc's 0.5 + 0.5 + 0.2 sums to 1.2000000000000002: shown to 3 decimals at most.
+    page.goto(f"{live_server.url}/rewards/?reward=artist_fc&example=1")
+    page.click("button[value=try]")
+    assert shown_score(page) == ("1.2", {"state": "0.5", "function": "0.5", "format": "0.2"})
+    screenshot(page, "rewards-example.png")

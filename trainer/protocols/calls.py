@@ -56,9 +56,30 @@ def predicted_calls(text: str, protocol: str = "tool_call_json") -> list[dict[st
     return None
 
 
+def json_ground_truth(ground_truth: Any) -> Any:
+    """A ground truth written as JSON text, a list of calls or an object such as {"calls": [...], "state":
+    {...}} (as the rollouts page and the dataset preview show one), as the value it writes; anything else
+    as it is. Text that opens like JSON ("[" or "{") and does not parse is a ValueError that says where:
+    read as ToolRL's text form it would silently expect a reply with no call."""
+    if isinstance(ground_truth, bytes):
+        ground_truth = ground_truth.decode("utf-8", errors="replace")
+    if not isinstance(ground_truth, str) or ground_truth.lstrip()[:1] not in ("[", "{"):
+        return ground_truth
+    try:
+        return json.loads(ground_truth)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise ValueError(f"the ground truth starts like JSON but is not valid JSON: {exc.msg} ({where})") from exc
+
+
 def ground_truth_calls(ground_truth: Any) -> list[dict[str, Any]] | None:
     """The example's calls, from a list of calls, ToolRL's text form or a multi-turn ground truth's
-    ``"calls"`` ({"calls": [...], "state": {...}}); None for anything else (no call metrics)."""
+    ``"calls"`` ({"calls": [...], "state": {...}}), each also as its JSON text; None for anything else
+    (no call metrics)."""
+    try:
+        ground_truth = json_ground_truth(ground_truth)
+    except ValueError:
+        return None
     if isinstance(ground_truth, dict) and isinstance(ground_truth.get("calls"), list):
         return normalize_calls(ground_truth["calls"])
     if isinstance(ground_truth, str):

@@ -30,11 +30,11 @@ text: the <tool_result> blocks the environment appended are left out.
 when the ground truth has none), every ground-truth call matched, and no call beyond them.
 """
 
-import json
 import re
 from typing import Any
 
 from trainer.protocols.artist_fc import ArtistFc
+from trainer.protocols.calls import json_ground_truth
 from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.rewards.tags import tag_blocks
 from trainer.trajectory import RewardResult
@@ -106,10 +106,10 @@ def format_reward(text: str) -> tuple[float, float]:
 
 def ground_truth_parts(ground_truth: Any) -> tuple[list[Any], dict[str, Any]]:
     """The ground truth's calls and state, from {"calls": [...], "state": {...}} or its JSON text."""
-    if isinstance(ground_truth, str | bytes):
-        ground_truth = json.loads(ground_truth)
+    ground_truth = json_ground_truth(ground_truth)
     if not isinstance(ground_truth, dict):
-        raise ValueError(f'artist_fc needs a ground truth {{"calls": [...], "state": {{...}}}}, not {ground_truth!r}')
+        shown = repr(ground_truth) if len(repr(ground_truth)) <= 60 else repr(ground_truth)[:59] + "…"
+        raise ValueError(f'artist_fc needs a ground truth {{"calls": [...], "state": {{...}}}}, not {shown}')
     calls = ground_truth.get("calls") or []
     state = ground_truth.get("state") or {}
     if not isinstance(calls, list) or not isinstance(state, dict):

@@ -15,7 +15,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from trainer.protocols.calls import ground_truth_calls
+from trainer.protocols.calls import ground_truth_calls, json_ground_truth
 from trainer.protocols.tool_call_json import parse_calls_list
 from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.trajectory import RewardResult
@@ -33,12 +33,20 @@ def _gt_calls(ground_truth: Any) -> list[Any]:
         if calls is None:
             raise ValueError("ToolRL ground truth whose <tool_call> block does not parse as one JSON call a line")
         return calls
-    value = json.loads(ground_truth) if isinstance(ground_truth, str) else ground_truth
+    value = json_ground_truth(ground_truth)
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
-        raise ValueError("Tool-N1 ground truth must be a JSON list of {name, arguments} calls")
+        raise ValueError(
+            "Tool-N1 ground truth must be a JSON list of {name, arguments} calls (or ToolRL's text form), "
+            f"not {_shown(value)}"
+        )
     return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _canonical(calls: list[dict[str, Any]]) -> Counter[tuple[Any, str]]:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from trainer.contract import FieldErrors
+from trainer.protocols.calls import json_ground_truth
 from trainer.protocols.tool_call_json import parse_calls_lines
 from trainer.rewards.base import Response, RewardContext, RewardParams, register_reward
 from trainer.trajectory import RewardResult
@@ -176,11 +177,13 @@ def length_reward(text: str, step: int, *, schedule_length: bool) -> float:
 
 
 def parse_ground_truth(ground_truth: Any) -> tuple[list[dict[str, Any]], bool, bool]:
-    """(calls, has_tool_call, has_response) from ToolRL's text form or a list of calls.
+    """(calls, has_tool_call, has_response) from ToolRL's text form or a list of calls, the list also as
+    its JSON text (as the rollouts page shows it: the same calls score the same in either form).
 
     A list means the answer is those calls (shape think + tool_call), or, when empty, a plain
     reply (shape think + response), which is how ToolRL's data writes a no-call answer.
     """
+    ground_truth = json_ground_truth(ground_truth)
     if isinstance(ground_truth, str):
         has_call, has_response = "<tool_call>" in ground_truth, "<response>" in ground_truth
         if not has_call:
@@ -194,7 +197,19 @@ def parse_ground_truth(ground_truth: Any) -> tuple[list[dict[str, Any]], bool, b
             raise ValueError("ToolRL ground truth: each call must be an object with a name")
         calls = [_with_parameters(c) for c in ground_truth]
         return calls, bool(calls), not calls
-    raise ValueError(f"ToolRL ground truth must be text or a list of calls, not {type(ground_truth).__name__}")
+    kind = "a JSON object" if isinstance(ground_truth, dict) else type(ground_truth).__name__
+    raise ValueError(
+        "ToolRL ground truth must be its text form (a <tool_call> block of one JSON call a line, and/or a "
+        f"<response>) or a list of calls, not {kind}"
+    )
+
+
+# rlla.py reads a ground truth with neither tag as a reply of only <think>…</think> (its fourth shape);
+# said beside the score, since no call is then expected and correctness is 0 whatever the calls.
+NO_TAGS_NOTE = (
+    "the ground truth has no <tool_call> and no <response>: ToolRL expects a reply of only <think>...</think> "
+    "and scores no calls; give the calls as a JSON list or in a <tool_call> block"
+)
 
 
 def _with_parameters(call: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +248,7 @@ def toolrl(responses: list[Response], ground_truth: Any, ctx: RewardContext) -> 
         # rlla.py scores the assistant text stripped of the chat template and surrounding space.
         text = r.text.strip()
         fmt = format_ok(text, has_call, has_response)
-        details: dict[str, Any] = {}
+        details: dict[str, Any] = {} if has_call or has_response else {"ground_truth": NO_TAGS_NOTE}
         if not has_call:
             correctness = 0.0
             exact = False

@@ -1,6 +1,8 @@
 """Reward configs page: the stored configs, the registered rewards with their parameters, a form
 generated from a reward's schema to try it on a pasted completion or save it as a config."""
 
+import dataclasses
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -21,9 +23,12 @@ from trainer.rewards import (
 from webapp.core.permissions import may_change
 from webapp.rewards.models import RewardConfig
 from webapp.rewards.services import reward_config_create, reward_config_delete
+from webapp.ui.reward_examples import reward_example
 from webapp.ui.reward_forms import ParamField, attach_errors, param_fields, params_from_post
 
 DEFAULT_REWARD = "torl"
+# Scores are shown to this many decimals: sums of floats print as 1.7999999999999998 otherwise.
+SHOWN_DECIMALS = 3
 
 
 def _configs(user) -> list[RewardConfig]:
@@ -56,6 +61,29 @@ def _step(post, errors: list[str]) -> int:
         errors.append("The training step must be a whole number, 0 or more.")
         return 0
     return int(text)
+
+
+def _rounded(value):
+    """A result's numbers rounded for display (nested in lists and dicts too); everything else as it is."""
+    if isinstance(value, float):
+        return round(value, SHOWN_DECIMALS)
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value
+
+
+def _shown(result):
+    """A RewardResult (trainer.rewards' score) as the page shows it: total, components and details rounded."""
+    if result is None:
+        return None
+    return dataclasses.replace(
+        result,
+        total=_rounded(result.total),
+        components=_rounded(dict(result.components)),
+        details=_rounded(result.details),
+    )
 
 
 def _try(reward: str, params: dict, completion: str, ground_truth: str, step: int, errors: list[str]):
@@ -128,6 +156,11 @@ def reward_list(request: HttpRequest) -> HttpResponse:
         if config is not None and config.reward in REWARD_NAMES:
             reward = config.reward
         fields = param_fields(reward, config.params if config is not None else reward_defaults()[reward])
+    example = reward_example(reward)
+    form = request.POST
+    if request.method == "GET" and example is not None and request.GET.get("example"):
+        # "Fill in an example" (a link, so it works without JavaScript): the reward's worked example.
+        form = {"completion": example.completion, "ground_truth": example.ground_truth}
     return render(
         request,
         "ui/rewards.html",
@@ -139,8 +172,9 @@ def reward_list(request: HttpRequest) -> HttpResponse:
             "description": REWARD_DESCRIPTIONS[reward],
             "fields": fields,
             "errors": errors,
-            "result": result,
-            "form": request.POST,
+            "result": _shown(result),
+            "example": example,
+            "form": form,
         },
         status=status,
     )
