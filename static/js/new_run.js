@@ -10,6 +10,13 @@
   if (!select || !form || !data) return;
   const presets = JSON.parse(data.textContent);
   const PREFIX = "config.";
+  // Each preset's default run name ('<preset>-<date>-<time>', free among the user's runs; "" for the defaults).
+  const namesData = document.getElementById("preset-run-names");
+  const runNames = namesData ? JSON.parse(namesData.textContent) : {};
+  const nameInput = document.getElementById("f-name");
+  const gpuWarnings = ["preset-gpu-warning", "launch-gpu-warning"]
+    .map(function (id) { return document.getElementById(id); })
+    .filter(Boolean);
 
   applyButton.hidden = true; // the select applies at once
 
@@ -49,9 +56,45 @@
     presetInput.value = name;
     const config = name ? presets[name] : presets.__defaults__;
     if (config) fill(config);
+    // The name follows the preset until the user writes one of their own.
+    const defaults = Object.values(runNames);
+    if (nameInput && (!nameInput.value.trim() || defaults.indexOf(nameInput.value) >= 0) && runNames[name]) {
+      nameInput.value = runNames[name];
+      clearError(nameInput);
+    }
+    const needsGpu = Boolean(option && option.dataset.gpu);
+    gpuWarnings.forEach(function (warning) { warning.hidden = !needsGpu; });
     const url = new URL(location.href);
     if (name) url.searchParams.set("preset", name); else url.searchParams.delete("preset");
     history.replaceState(null, "", url);
+  });
+
+  // A field the browser refuses to submit (an empty name, a number out of range) is marked beside it, in
+  // words, not only in the browser's bubble, which is gone at the next click.
+  function clearError(element) {
+    const field = element.closest(".field");
+    if (!field) return;
+    field.querySelectorAll(".field-error.client").forEach(function (error) { error.remove(); });
+    if (!field.querySelector(".field-error")) field.classList.remove("invalid");
+  }
+
+  form.addEventListener("invalid", function (event) {
+    const element = event.target;
+    const field = element.closest(".field");
+    if (!field) return;
+    clearError(element);
+    const message = document.createElement("small");
+    message.className = "field-error client";
+    message.setAttribute("role", "alert");
+    message.textContent = element === nameInput && element.validity.valueMissing
+      ? "Give the run a name."
+      : element.validationMessage;
+    field.appendChild(message);
+    field.classList.add("invalid");
+  }, true);
+
+  form.addEventListener("input", function (event) {
+    if (event.target.closest && event.target.checkValidity && event.target.checkValidity()) clearError(event.target);
   });
 
   // Another reward takes other parameters: start it from its own defaults.

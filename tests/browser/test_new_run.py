@@ -1,13 +1,15 @@
 """The new-run page in a real browser: presets fill the generated form, errors show at their field, launch."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.browser._helpers import log_in
-from trainer.presets import preset_config
+from tests.browser._helpers import log_in, screenshot
+from trainer.presets import PRESETS_REGISTRY, preset_config
 from webapp.runs.models import Run
+from webapp.ui import new_run_views
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,3 +117,86 @@ def test_the_zerotir_mini_preset_starts_from_the_base_model_with_zerotirs_filter
     page.select_option("#preset-select", "zerotir-mini-async")
     assert page.is_checked("[name='config.rollout.async_rollouts']")
     assert page.input_value("[name='config.model.name_or_path']") == "tirlab/tiny-char-base"
+
+
+# --- issue 31, item 2: a preset and Launch are all it takes; the menu says which presets need a GPU ---
+
+NAME_STAMP = r"\d{4}-\d{2}-\d{2}-\d{4}"
+
+
+def test_choosing_a_preset_and_launching_needs_nothing_typed(page, live_server, researcher):
+    """Launch used to do nothing visible: Name was required, empty and unmarked. The name now comes
+    with the preset (and follows it until the user writes one), marked required."""
+    open_form(page, live_server)
+    assert "(required)" in page.inner_text("label[for=f-name]")
+    assert re.fullmatch(f"run-{NAME_STAMP}", page.input_value("#f-name"))
+    page.select_option("#preset-select", "toolrl-mini")
+    name = page.input_value("#f-name")
+    assert re.fullmatch(f"toolrl-mini-{NAME_STAMP}", name)
+    page.select_option("#preset-select", "quickstart")
+    name = page.input_value("#f-name")
+    assert re.fullmatch(f"quickstart-{NAME_STAMP}", name)
+    page.click("#launch")
+    page.wait_for_url("**/runs/*/")
+    run = Run.objects.get()
+    assert (run.name, run.preset, run.status) == (name, "quickstart", "queued")
+
+    # The next default is free among the user's runs; a name the user wrote is kept across presets.
+    page.goto(f"{live_server.url}/runs/new/?preset=quickstart")
+    assert page.input_value("#f-name") == f"{name}-2"
+    page.fill("#f-name", "my own name")
+    page.select_option("#preset-select", "otc-mini")
+    assert page.input_value("#f-name") == "my own name"
+
+
+def test_an_emptied_name_is_marked_beside_the_field(page, live_server, researcher):
+    open_form(page, live_server)
+    page.fill("#f-name", "")
+    page.click("#launch")
+    field = page.locator("#name-field")
+    assert field.locator(".field-error").inner_text() == "Give the run a name."
+    assert "invalid" in field.get_attribute("class")
+    assert page.url.endswith("/runs/new/")
+    page.fill("#f-name", "named at last")
+    assert field.locator(".field-error").count() == 0
+    # A browser that does not check (here: told not to) gets the server's refusal beside the field.
+    page.fill("#f-name", "")
+    page.eval_on_selector("#run-form", "form => form.noValidate = true")
+    page.click("#launch")
+    page.wait_for_selector("#form-errors")
+    assert page.locator("#name-field .field-error").inner_text() == "Give the run a name."
+    assert Run.objects.count() == 0
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """This machine as one without vLLM, whatever it has (the page asks new_run_views.gpu_engine_missing)."""
+    monkeypatch.setattr(new_run_views, "gpu_engine_missing", lambda: "the vllm package is not installed")
+
+
+def test_the_preset_menu_groups_cpu_and_gpu_presets_and_warns_before_launch(page, live_server, researcher, no_gpu):
+    open_form(page, live_server)
+    groups = page.eval_on_selector_all(
+        "#preset-select optgroup",
+        "groups => groups.map(g => [g.label, Array.from(g.querySelectorAll('option')).map(o => o.value)])",
+    )
+    # The groups follow the registry's own needs_gpu (engine 'vllm'), not a list kept in the page.
+    assert groups == [
+        ["Runs on a CPU (this machine)", [n for n, p in PRESETS_REGISTRY.items() if not p.needs_gpu]],
+        ["Needs a GPU and vLLM (not on this machine)", [n for n, p in PRESETS_REGISTRY.items() if p.needs_gpu]],
+    ]
+    assert {"quickstart", "toolrl-mini", "smollm2-gsm8k-cpu"} <= set(groups[0][1])
+    assert {"torl", "toolrl", "artist"} <= set(groups[1][1])
+    warning = page.locator("#preset-gpu-warning")
+    assert not warning.is_visible() and not page.locator("#launch-gpu-warning").is_visible()
+    page.select_option("#preset-select", "toolrl")
+    assert warning.is_visible() and page.locator("#launch-gpu-warning").is_visible()
+    assert "needs a GPU and vLLM" in warning.inner_text() and "vllm package is not installed" in warning.inner_text()
+    screenshot(page, "new_run_gpu_preset.png")
+    page.select_option("#preset-select", "toolrl-mini")
+    assert not warning.is_visible()
+    # Without JavaScript's help the server says the same for a preset opened by its address.
+    page.goto(f"{live_server.url}/runs/new/?preset=torl")
+    assert page.locator("#preset-gpu-warning").is_visible()
+    page.goto(f"{live_server.url}/runs/new/?preset=quickstart")
+    assert not page.locator("#preset-gpu-warning").is_visible()

@@ -1,5 +1,7 @@
 """The new-run page (/runs/new/): pick a preset, edit any field of the generated config form, launch."""
 
+import functools
+import importlib.util
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -7,16 +9,17 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
 from trainer.data.arithmetic import DIFFICULTIES
 from trainer.data.datasets import DatasetFormat
 from trainer.data.function_calling import LEVELS as FC_LEVELS
-from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, preset_config
+from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, PRESETS_REGISTRY, preset_config
 from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
-from webapp.runs.models import Experiment
+from webapp.runs.models import Experiment, Run
 from webapp.runs.services import experiment_create, run_create, run_metadata_errors
 from webapp.ui.config_form import attach_errors, config_sections, parse_config
 
@@ -25,6 +28,55 @@ def _preset_configs() -> dict[str, dict[str, Any]]:
     """Every preset's full config (and the defaults), for the page's script to fill the form with."""
     configs = {name: preset_config(name).model_dump(mode="json") for name in PRESETS}
     return {"__defaults__": default_config(), **configs}
+
+
+@functools.cache
+def gpu_engine_missing() -> str:
+    """What this machine lacks for the presets that need a GPU (Preset.needs_gpu: engine 'vllm'), in the
+    words of the trainer's check that refuses such a run as it starts (trainer.loop.setup's
+    check_vllm_available, which the webapp may not import: tests/webapp/test_ui_new_run_gpu.py holds the
+    two to the same answer); '' when it lacks nothing. Asked once per process, and torch is imported
+    only where vllm is installed."""
+    if importlib.util.find_spec("vllm") is None:
+        return "the vllm package is not installed (make gpu-deps)"
+    import torch
+
+    return "" if torch.cuda.is_available() else "no CUDA GPU is visible"
+
+
+def _preset_groups() -> list[dict[str, Any]]:
+    """The preset menu's groups: the presets that run on a CPU, then those that need a GPU and vLLM
+    (trainer.presets' own `needs_gpu`), each in the registry's order."""
+    missing = gpu_engine_missing()
+    groups = [
+        {"label": "Runs on a CPU (this machine)", "gpu": False, "presets": []},
+        {
+            "label": "Needs a GPU and vLLM" + (" (not on this machine)" if missing else ""),
+            "gpu": True,
+            "presets": [],
+        },
+    ]
+    for name, preset in PRESETS_REGISTRY.items():
+        groups[1 if preset.needs_gpu else 0]["presets"].append(
+            {"name": name, "description": PRESET_DESCRIPTIONS.get(name, ""), "gpu": preset.needs_gpu}
+        )
+    return [group for group in groups if group["presets"]]
+
+
+def _default_names(user) -> dict[str, str]:
+    """A name for a run of each preset ('' for the defaults): '<preset>-<YYYY-MM-DD-HHMM>', with '-2', '-3'
+    ... where the user already has a run of that name, so that Launch works as soon as a preset is chosen."""
+    stamp = timezone.localtime().strftime("%Y-%m-%d-%H%M")
+    taken = set(Run.objects.filter(owner=user, name__contains=stamp).values_list("name", flat=True))
+    names = {}
+    for preset in ("", *PRESETS):
+        base = f"{preset or 'run'}-{stamp}"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        names[preset] = name
+    return names
 
 
 def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
@@ -121,6 +173,7 @@ def _launch(request: HttpRequest, meta: dict[str, Any], config: dict, errors: di
 def run_new(request: HttpRequest) -> HttpResponse:
     schema = config_json_schema()
     errors: dict[str, list[str]] = {}
+    default_names = _default_names(request.user)
     if request.method == "POST":
         meta, errors = _meta_from(request.POST)
         sections = config_sections(schema, default_config())
@@ -136,7 +189,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
         status = 400
     else:
         preset = request.GET.get("preset", "")
-        meta = {"preset": preset if preset in PRESETS else "", "name": "", "tags": "", "description": ""}
+        chosen = preset if preset in PRESETS else ""
+        # A name from the start: choosing a preset and pressing Launch is enough.
+        meta = {"preset": chosen, "name": default_names[chosen], "tags": "", "description": ""}
         if preset and preset not in PRESETS:
             errors["preset"] = [f"Unknown preset {preset!r}; showing the defaults."]
         values = preset_config(preset).model_dump(mode="json") if meta["preset"] else default_config()
@@ -153,7 +208,11 @@ def run_new(request: HttpRequest) -> HttpResponse:
         "form_errors": form_errors,
         "unplaced_errors": unplaced,
         "has_errors": bool(errors),
-        "presets": [{"name": name, "description": PRESET_DESCRIPTIONS.get(name, "")} for name in PRESETS],
+        "preset_groups": _preset_groups(),
+        "preset_description": PRESET_DESCRIPTIONS.get(meta["preset"], ""),
+        "preset_needs_gpu": meta["preset"] in PRESETS and PRESETS_REGISTRY.get(meta["preset"]).needs_gpu,
+        "gpu_missing": gpu_engine_missing(),
+        "default_names": default_names,
         "preset_configs": _preset_configs(),
         "datasets": problems,
         "traces": traces,
