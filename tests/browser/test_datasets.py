@@ -93,3 +93,20 @@ def test_good_upload_is_listed_and_previews_the_rendered_prompt(page, live_serve
     assert "uploaded by ada" in row.inner_text()
     assert "built-in" in page.locator("table.datasets tr", has_text="gsm8k-test").inner_text()
     screenshot(page, "datasets.png")
+
+
+def test_preview_rows_are_numbered_from_one_in_every_format(page, live_server, researcher):
+    """Rows were headed by the example's id, which defaults to the JSONL line (from 1) but to the
+    parquet row index (from 0): gsm8k-test started at 1, toolrl-test at 0. Now each row is numbered by
+    its place in the file, from 1, with its id beside it."""
+    in_thread(builtin_datasets_seed)
+    log_in(page, live_server, "/datasets/")
+    for name in ("gsm8k-test", "toolrl-test"):
+        page.goto(f"{live_server.url}/datasets/")
+        page.locator("table.datasets tr", has_text=name).locator("a").first.click()
+        page.wait_for_url("**/datasets/*/")
+        headings = page.locator(".row-preview h3").all_inner_texts()
+        assert [h.split(" id ")[0] for h in headings] == ["Row 1", "Row 2", "Row 3", "Row 4", "Row 5"], name
+    # The id is still shown: the parquet's first row is id 0.
+    assert page.locator(".row-preview .row-id").first.inner_text() == "id 0"
+    screenshot(page, "dataset-detail-parquet.png")
