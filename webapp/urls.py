@@ -19,7 +19,12 @@ urlpatterns = [
     path("mlflow/", include("webapp.tracking.urls")),
     path("", include("webapp.ui.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    # Swagger UI with a bar back to the dashboard (templates/api_docs.html).
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", template_name="api_docs.html"),
+        name="swagger-ui",
+    ),
 ]
 
 handler404 = core_views.not_found
