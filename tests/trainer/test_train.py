@@ -162,7 +162,8 @@ def test_a_function_calling_reply_reports_the_calls_it_made():
     step's tool-call metrics do (it reported the executions, 0, and the rollouts page said "tool calls
     0" beside "2 made", and its "used a tool" filter found none)."""
     protocol = get_protocol("tool_call_json")
-    text = '<think>two</think>\n<tool_call>\n{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {}}\n</tool_call>'
+    calls = '{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {}}'
+    text = f"<think>two</think>\n<tool_call>\n{calls}\n</tool_call>"
     completion = Completion(text, "tool_call_json", response_tokens=20)
     example = Example(id="1", prompt=[{"role": "user", "content": "a then b"}], ground_truth="", data_source="fc")
     trajectory = Trajectory(
