@@ -247,3 +247,25 @@ def test_trajectory_step_beyond_any_step_is_a_field_error(api, run_and_token):
     run, _ = run_and_token
     response = api.get(f"/api/v1/runs/{run.pk}/trajectories?step=99999999999")
     assert response.status_code == 400 and "step" in response.json()
+
+
+def test_a_run_created_from_a_preset_starts_from_its_config(api):
+    """`preset` is the config the run starts from, not only a label: the README's curl gives the
+    quickstart with 20 steps, not the trainer's defaults called quickstart."""
+    from trainer.presets import preset_config
+
+    response = create(api, launch=False, preset="toolrl-mini", config={"schedule": {"max_steps": 20}})
+    assert response.status_code == 201, response.json()
+    config, preset = response.json()["config"], preset_config("toolrl-mini").model_dump(mode="json")
+    assert config["schedule"]["max_steps"] == 20 != preset["schedule"]["max_steps"]
+    assert config["tools"] == preset["tools"] and config["tools"]["protocol"] == "tool_call_json"
+    assert config["reward"] == preset["reward"] and config["model"] == preset["model"]
+    # Another reward replaces the preset's, parameters and all.
+    body = create(api, launch=False, preset="toolrl-mini", config={"reward": {"name": "torl"}}).json()
+    assert body["config"]["reward"]["name"] == "torl" and "format_weight" not in body["config"]["reward"]["params"]
+
+
+def test_an_unknown_preset_is_refused_by_name(api):
+    response = create(api, launch=False, preset="tor1", config={})
+    assert response.status_code == 400
+    assert "Unknown preset 'tor1'" in json.dumps(response.json())

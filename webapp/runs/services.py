@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 
 from trainer.config import DATASET_REF_PREFIX, ConfigError, merge_overrides, validate_config
 from trainer.data.datasets import dataset_misuse
-from trainer.presets import PRESETS
+from trainer.presets import PRESETS, preset_config
 from webapp.core.errors import Conflict
 from webapp.core.tokens import hash_secret, new_secret
 from webapp.datasets.models import Dataset
@@ -198,20 +198,33 @@ def _queue_launch() -> None:
     launch_queued_runs.delay()
 
 
+def config_with_overrides(config: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """`overrides` deep-merged over a whole `config`; a reward of another name replaces the reward section
+    (another reward's parameters mean nothing to the new one)."""
+    merged = merge_overrides(config, overrides)
+    reward = overrides.get("reward")
+    if isinstance(reward, dict) and reward.get("name") not in (None, config["reward"]["name"]):
+        merged["reward"] = {"name": reward["name"], "params": reward.get("params", {})}
+    return merged
+
+
+def preset_run_config(preset: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A run's config from a preset: the preset's config with `config` deep-merged over it, as the new-run
+    page starts its form from the preset. An unknown preset leaves `config` as it is (run_create refuses
+    the preset by name)."""
+    if preset not in PRESETS:
+        return config
+    return config_with_overrides(preset_config(preset).model_dump(mode="json"), config)
+
+
 def run_fork(
     *, run: Run, user: AbstractBaseUser, overrides: dict[str, Any] | None = None, name: str | None = None
 ) -> tuple[Run, str]:
     """A new queued run with the parent's config and `overrides` deep-merged over it."""
-    overrides = overrides or {}
-    config = merge_overrides(run.config, overrides)
-    reward = overrides.get("reward")
-    # Another reward's parameters mean nothing to the new one: a new reward name replaces the section.
-    if isinstance(reward, dict) and reward.get("name") not in (None, run.config["reward"]["name"]):
-        config["reward"] = {"name": reward["name"], "params": reward.get("params", {})}
     return run_create(
         user=user,
         name=name or f"{run.name} (fork)",
-        config=config,
+        config=config_with_overrides(run.config, overrides or {}),
         experiment=run.experiment,
         description=run.description,
         tags=list(run.tags),

@@ -181,10 +181,16 @@ class RunCreateSerializer(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False, default=list)
     experiment = _VisibleExperimentField(required=False, allow_null=True, default=None)
     preset = serializers.CharField(
-        required=False, allow_blank=True, default="", help_text="The trainer.presets preset the config started from."
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A trainer.presets preset: the run starts from its config, `config` deep-merged over it.",
     )
     config = serializers.JSONField(
-        required=False, default=dict, help_text="A trainer.config.RunConfig; omitted fields take their defaults."
+        required=False,
+        default=dict,
+        help_text="A trainer.config.RunConfig, or with `preset` the fields to change; omitted fields take the "
+        "preset's values, or the defaults without one.",
     )
     reward_config = _VisibleRewardConfigField(
         required=False, allow_null=True, default=None, help_text="A stored reward config that replaces config.reward."

@@ -37,6 +37,7 @@ from webapp.runs.services import (
     experiment_create,
     experiment_delete,
     experiment_update,
+    preset_run_config,
     run_cancel,
     run_create,
     run_delete,
@@ -136,6 +137,7 @@ class RunViewSet(viewsets.ModelViewSet):
         data = RunCreateSerializer(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
+        fields["config"] = preset_run_config(fields["preset"], fields["config"])
         managed = fields.pop("launch")
         run, token = run_create(user=request.user, managed=managed, **fields)
         run.ingest_token = token or None
