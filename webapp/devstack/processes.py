@@ -9,6 +9,7 @@ stops it.
 import concurrent.futures
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -61,13 +62,28 @@ class Interrupted(Exception):
 
 
 _say_lock = threading.Lock()
+_said_at = time.monotonic()
 
 
 def say(name: str, text: str) -> None:
     """One line of output, prefixed by the name of the process it is about."""
+    global _said_at
     with _say_lock:
         sys.stdout.write(f"{name:<9}| {text}\n")
         sys.stdout.flush()
+        _said_at = time.monotonic()
+
+
+def announce(text: str) -> None:
+    """Lines of devstack's own for the user, unprefixed and in one piece."""
+    with _say_lock:
+        sys.stdout.write(f"{text}\n")
+        sys.stdout.flush()
+
+
+def quiet_for() -> float:
+    """Seconds since the last line `say` wrote (a child's, or devstack's own)."""
+    return time.monotonic() - _said_at
 
 
 def catches(pid: int, sig: signal.Signals) -> bool:
@@ -78,6 +94,20 @@ def catches(pid: int, sig: signal.Signals) -> bool:
         return sys.platform != "linux"
     caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
     return bool(int(caught, 16) >> (int(sig) - 1) & 1)
+
+
+def group_members(pgid: int) -> list[str]:
+    """'PID NAME' of each live process in process group `pgid` (Linux: /proc; elsewhere none)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name, fields = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(f"{stat.parent.name} {name}")
+    return members
 
 
 def exit_description(code: int) -> str:
@@ -101,6 +131,9 @@ class Child:
 
     With `own_session=False` it stays in our process group and writes to our output as it is: for the
     web processes of `devstack web`, which a signal to that group must reach along with it (SIGKILL too).
+    With `leader_first`, stopping it signals the process started alone, which stops the rest of its tree
+    in its own order (`ray start --block`); whatever of its group outlives it is signalled after.
+    `ready` is set once a line of its output matches `ready_line`.
     """
 
     def __init__(
@@ -112,9 +145,14 @@ class Child:
         pass_fds: tuple[int, ...] = (),
         *,
         own_session: bool = True,
+        leader_first: bool = False,
+        ready_line: str | None = None,
     ) -> None:
         self.name = name
         self.own_session = own_session
+        self.leader_first = leader_first and own_session
+        self.ready = threading.Event()
+        self._ready_line = re.compile(ready_line) if ready_line else None
         self.proc = popen_tied(
             argv,
             cwd=cwd,
@@ -133,7 +171,10 @@ class Child:
     def _pump(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
-            say(self.name, raw.decode(errors="replace").rstrip())
+            line = raw.decode(errors="replace").rstrip()
+            say(self.name, line)
+            if self._ready_line is not None and self._ready_line.search(line):
+                self.ready.set()
 
     def exit_code(self) -> int | None:
         return self.proc.poll()
@@ -160,14 +201,22 @@ class Child:
             pass
 
     def terminate(self) -> None:
-        if self._group_alive():
+        if self.leader_first and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        elif self._group_alive():
             self._signal_group(signal.SIGTERM)
 
     def finish(self, expired: Callable[[], bool]) -> None:
+        if self.leader_first:
+            while self.proc.poll() is None and not expired():
+                time.sleep(0.05)
+            if self._group_alive() and not expired():
+                self._signal_group(signal.SIGTERM)  # what it left behind
         while self._group_alive() and not expired():
             time.sleep(0.05)
         if self._group_alive():
-            say(self.name, "still running; sending SIGKILL")
+            left = ", ".join(group_members(self.proc.pid)) if self.own_session else str(self.proc.pid)
+            say(self.name, f"still running; sending SIGKILL to {left or 'its process group'}")
             self._signal_group(signal.SIGKILL)
         self.proc.wait()
         if self._reader is not None:

@@ -7,6 +7,13 @@ here and handed over for something else to take first (a development stack, the 
 user's own Ray run side by side; Redis keeps 6379, Ray's default GCS port). The job API's address is
 read back from the head's GCS once the dashboard has bound. The head gets a minimal environment: the
 jobs it runs (trainers) have no business with DATABASE_URL, SECRET_KEY or Redis.
+
+Stopping it: SIGTERM to `ray start` alone, which stops its daemons itself, the raylet first (and with it
+the workers), then the GCS and the rest; devstack signals what is left of the session after (Child's
+`leader_first`). A SIGTERM to the whole session at once would reach the GCS and the raylet while `ray
+start` asks the GCS to drain the node: that call waits out its 30 s timeout, and devstack's patience
+ended in a SIGKILL. Nor does it drain at all (RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0): draining lets
+Ray Serve move traffic off a node, and with a trainer running it would wait the 30 s for nothing.
 """
 
 import functools
@@ -77,6 +84,7 @@ def head_command(var_dir: Path, num_cpus: int) -> list[str]:
 def head_env(environ: dict[str, str]) -> dict[str, str]:
     env = {key: environ[key] for key in _PASSED_ENV if key in environ}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "0"  # stopped at once (above)
     env.update(CLIENT_ENV)
     env["PYTHONUNBUFFERED"] = "1"
     # `ray start` imports the hook from a folder of its own, not as part of `webapp`, whose import would
@@ -143,7 +151,7 @@ def start_ray(sup, var_dir: Path) -> str:  # noqa: ANN001 - the Supervisor; impo
     argv = head_command(var_dir, num_cpus)
     if not Path(argv[0]).exists():
         raise DevstackError(f"{argv[0]} is missing: install the requirements (make run does)")
-    child = sup.spawn("ray", argv, head_env({**os.environ, "TIRLAB_VAR_DIR": str(var_dir)}))
+    child = sup.spawn("ray", argv, head_env({**os.environ, "TIRLAB_VAR_DIR": str(var_dir)}), leader_first=True)
     address = sup.wait_until(lambda: ready_job_api(var_dir, child.proc.pid), [child], "ray (job API)")
     say("ray", f"ready ({address}; {num_cpus} CPUs; logs under {temp_dir(var_dir)})")
     return address

@@ -7,7 +7,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -21,6 +21,7 @@ from webapp.devstack.processes import (
     Managed,
     exit_description,
     popen_tied,
+    quiet_for,
     say,
 )
 
@@ -63,8 +64,8 @@ class Supervisor:
     def add(self, *managed: Managed) -> None:
         self.layers.append(list(managed))
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> Child:
-        child = Child(name, argv, env, self.cwd)
+    def spawn(self, name: str, argv: list[str], env: dict[str, str], *, leader_first: bool = False) -> Child:
+        child = Child(name, argv, env, self.cwd, leader_first=leader_first)
         self.add(child)
         return child
 
@@ -75,16 +76,22 @@ class Supervisor:
         sockets: dict[str, socket.socket],
         *,
         own_session: bool = True,
-    ) -> list[Managed]:
-        """The commands as one layer, each with its environment; each named in `sockets` inherits that socket."""
+        ready_lines: dict[str, str] | None = None,
+    ) -> list[Child]:
+        """The commands as one layer, each with its environment; each named in `sockets` inherits that socket,
+        and each named in `ready_lines` is `ready` once it has written a line that matches."""
         layer: list[Managed] = []
-        self.layers.append(layer)
+        self.layers.append(layer)  # before any starts: a failed start stops the ones started
+        children = []
         for name, argv in commands.items():
             inherited = (sockets[name].fileno(),) if name in sockets else ()
-            layer.append(Child(name, argv, envs[name], self.cwd, inherited, own_session=own_session))
-        return layer
+            ready_line = (ready_lines or {}).get(name)
+            child = Child(name, argv, envs[name], self.cwd, inherited, own_session=own_session, ready_line=ready_line)
+            layer.append(child)
+            children.append(child)
+        return children
 
-    def wait_until(self, ready: Callable[[], T], watched: list[Managed], what: str) -> T:
+    def wait_until(self, ready: Callable[[], T], watched: Sequence[Managed], what: str) -> T:
         """What `ready()` returns once it is true (polled while the watched processes live)."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (value := ready()):
@@ -96,6 +103,14 @@ class Supervisor:
                 raise DevstackError(f"{what} was not ready within {START_TIMEOUT_S:.0f} s")
             time.sleep(0.2)
         return value
+
+    def wait_quiet(self, quiet_s: float, at_most_s: float) -> None:
+        """Until no output has come for `quiet_s` from now on (the last lines of what just started), `at_most_s`
+        at most."""
+        start = time.monotonic()
+        while min(quiet_for(), time.monotonic() - start) < quiet_s and time.monotonic() < start + at_most_s:
+            self.check()
+            time.sleep(0.05)
 
     def lock_var_dir(self) -> bool:
         """One devstack owns the embedded servers of a var dir; False if another one holds it."""
