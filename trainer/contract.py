@@ -148,6 +148,19 @@ SFT = "sft"
 RL = "rl"
 PHASES = (LOADING, SFT, RL)
 
+# The SFT cold start's metrics (trainer.sft.phase): keys under "sft/", by SFT optimizer step (1, 2, …)
+# -- their own step axis, not the RL steps'. They do not move a run's last step, their steps have no
+# rollouts, and the run page charts them against their step: a step's one stored time is the RL
+# step's once RL reaches that number (the steps' rows are shared).
+SFT_METRIC_PREFIX = "sft/"
+SFT_LOSS = "sft/loss"
+
+
+def is_sft_metric(key: str) -> bool:
+    """Whether `key` is one of the SFT cold start's metrics, on the SFT's own step axis."""
+    return key.startswith(SFT_METRIC_PREFIX)
+
+
 # The run page draws these first, in this order, and prefetches their series.
 ACCURACY = "accuracy"
 TOOL_CALL_RATIO = "tool_call_ratio"

@@ -1,8 +1,9 @@
 """The trainer's reporting client: metrics, trajectories, log lines and run status.
 
 Every report is written at once to the run's out directory (`metrics.jsonl`, `trajectories.jsonl`,
-`log.txt`, `status.json`, and `phase.json`: what the run is doing now, its progress and ETA), so an
-offline run leaves a complete record and a dashboard run leaves one too. With a `report_url` (the
+`log.txt`, `status.json`, `sft_metrics.jsonl` for the SFT cold start's metrics, and `phase.json`:
+what the run is doing now, its progress and ETA), so an offline run leaves a complete record and a
+dashboard run leaves one too. With a `report_url` (the
 dashboard's `POST /api/v1/runs/<id>/ingest`), reports are also queued for one background sender
 thread, which:
 
@@ -74,11 +75,14 @@ from trainer.contract import (
     StatusIn,
     TrajectoryIn,
     is_metric_key,
+    is_sft_metric,
 )
 
 logger = logging.getLogger("trainer.report.client")
 
 METRICS_FILE = "metrics.jsonl"
+# The SFT cold start's metrics (trainer.contract.is_sft_metric), by SFT step: metrics.jsonl keeps the RL steps.
+SFT_METRICS_FILE = "sft_metrics.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
 LOG_FILE = "log.txt"
 STATUS_FILE = "status.json"
@@ -379,7 +383,16 @@ class Reporter:
         clean, rejected = metric_values(values)
         item = MetricStepIn(step=int(step), time=time.time() if time_s is None else float(time_s), values=clean)
         line = _json(item)
-        self._files.append(METRICS_FILE, [line + "\n"])
+        # Locally the SFT's metrics go to a file of their own: their step axis is not the RL steps'.
+        sft = {key: value for key, value in clean.items() if is_sft_metric(key)}
+        if not sft:
+            self._files.append(METRICS_FILE, [line + "\n"])
+        elif len(sft) == len(clean):
+            self._files.append(SFT_METRICS_FILE, [line + "\n"])
+        else:  # both in one step: each file gets its part
+            rl = {key: value for key, value in clean.items() if key not in sft}
+            self._files.append(METRICS_FILE, [_json(item.model_copy(update={"values": rl})) + "\n"])
+            self._files.append(SFT_METRICS_FILE, [_json(item.model_copy(update={"values": sft})) + "\n"])
         if rejected:
             self._diagnose(
                 "warning",

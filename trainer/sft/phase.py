@@ -3,12 +3,15 @@
 The loaded policy is fine-tuned on the traces `sft.dataset` names (trainer.sft.data), rendered with
 the run's prompt template and tool protocol, so the cold start learns exactly the prompt and call
 syntax RL will sample with. Progress goes to the reporter as the "sft" phase (steps done of all,
-and an estimate of the time left) and to the log; the loss curve is written to the run's output
-folder as `sft.json` (its summary and the loss of every step).
+and an estimate of the time left) and to the log; every step's loss goes to it as the metric
+`sft/loss` at that SFT step (trainer.contract.SFT_LOSS: the SFT's own step axis, charted on the run
+page as it trains), and the loss curve is written to the run's output folder as `sft.json` (its
+summary and the loss of every step).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -18,6 +21,7 @@ from typing import Any
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.config import RunConfig
+from trainer.contract import SFT_LOSS
 from trainer.sft.data import load_sft_dataset
 from trainer.sft.train import sft_train
 
@@ -41,11 +45,6 @@ def run_sft(
         f"sft: {len(rows)} traces from {sft.dataset!r}, {sft.epochs} epoch(s) at lr {sft.learning_rate}, "
         f"batch {sft.batch_size}"
     )
-
-    def progress(step: int, total: int, loss: float, elapsed_s: float) -> None:
-        eta = elapsed_s / step * (total - step)
-        reporter.set_phase("sft", step, total, eta_s=eta, detail=f"loss {loss:.4f}")
-
     losses = sft_train(
         model,
         tokenizer,
@@ -57,7 +56,7 @@ def run_sft(
         batch_size=sft.batch_size,
         seed=config.seed,
         log=log,
-        progress=progress,
+        progress=functools.partial(report_progress, reporter),
     )
     window = max(1, min(50, len(losses) // 10))
     summary = {
@@ -74,3 +73,11 @@ def run_sft(
         f"{summary['loss_last']:.4f}"
     )
     return summary
+
+
+def report_progress(reporter: Any, step: int, total: int, loss: float, elapsed_s: float) -> None:
+    """What the SFT reports after its optimizer step `step` of `total`: the phase (with the time left,
+    from the pace so far) and the step's loss as a metric at that SFT step."""
+    eta = elapsed_s / step * (total - step)
+    reporter.set_phase("sft", step, total, eta_s=eta, detail=f"loss {loss:.4f}")
+    reporter.log_metrics(step, {SFT_LOSS: loss})
