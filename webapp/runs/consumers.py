@@ -5,7 +5,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from webapp.runs.events import STAFF_LIST_GROUP, owner_list_group, run_group, run_list_item
+from webapp.runs.events import STAFF_LIST_GROUP, owner_list_group, run_group, run_list_item, run_timings
 from webapp.runs.models import Run
 
 
@@ -46,7 +46,9 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.group = run_group(self.run_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await self.send_json({"event": "snapshot", "run_id": self.run_id, "data": run_list_item(run)})
+        # The run as it is now, its timings with it: what changed while the page had no socket.
+        snapshot = {**run_list_item(run), **run_timings(run)}
+        await self.send_json({"event": "snapshot", "run_id": self.run_id, "data": snapshot})
 
     @database_sync_to_async
     def _visible_run(self, user) -> Run | None:

@@ -1,5 +1,6 @@
 """Run events pushed to websockets; always published after the database commit."""
 
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -30,6 +31,25 @@ def run_list_item(run: Run) -> dict[str, Any]:
         "phase": run.phase,
         "created_at": run.created_at.isoformat() if run.created_at else None,
     }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def run_timings(run: Run) -> dict[str, str | None]:
+    """When the run started, finished and was last heard from (ISO 8601): what its page shows as
+    timings, pushed with every status change and in the snapshot a socket opens with."""
+    return {
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "heartbeat_at": _iso(run.heartbeat_at),
+    }
+
+
+def heartbeat_event(run: Run) -> tuple[str, dict[str, Any]]:
+    """The "heartbeat" event a trainer's report sends the run's socket: each one is a heartbeat."""
+    return ("heartbeat", {"heartbeat_at": _iso(run.heartbeat_at)})
 
 
 def log_line_payload(line: RunLogLine) -> dict[str, Any]:

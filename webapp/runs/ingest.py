@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from trainer.contract import IngestBatch, MetricStepIn, TrajectoryIn
 from webapp.core.tokens import hash_secret
-from webapp.runs.events import log_line_payload, publish_run_events
+from webapp.runs.events import heartbeat_event, log_line_payload, publish_run_events
 from webapp.runs.metric_store import update_summary, write_metric_steps
 from webapp.runs.models import Run, RunLogLine, RunStatus, Trajectory
 from webapp.runs.transitions import RUN_TRANSITIONS, run_transition
@@ -215,7 +215,8 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
             fields.append("phase")
         run.save(update_fields=fields)
 
-        events: list[tuple[str, dict[str, Any]]] = []
+        # Every batch is a heartbeat: an open run page shows when the trainer was last heard from.
+        events: list[tuple[str, dict[str, Any]]] = [heartbeat_event(run)]
         if metric_rows:
             events.append(("metrics", {"steps": metric_rows}))
         if trajectories:

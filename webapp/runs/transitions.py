@@ -10,7 +10,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from webapp.runs.events import log_line_payload, publish_run_events
+from webapp.runs.events import log_line_payload, publish_run_events, run_timings
 from webapp.runs.models import ACTIVE_STATUSES, FINISHED_STATUSES, Run, RunLogLine, RunStatus
 
 # queued → starting → running → succeeded | failed | cancelled | lost. A run can fail or be
@@ -78,21 +78,13 @@ def run_transition(
             message=f"status {previous} → {status}" + (f": {reason or error}" if reason or error else ""),
             level="error" if status in (RunStatus.FAILED, RunStatus.LOST) else "info",
         )
-        iso = lambda t: t.isoformat() if t else None  # noqa: E731
         publish_run_events(
             locked,
             [
                 (
                     "status",
-                    {
-                        "status": status,
-                        "previous": previous,
-                        "error": locked.error,
-                        # The run page shows the timings; a status change is when they change.
-                        "started_at": iso(locked.started_at),
-                        "finished_at": iso(locked.finished_at),
-                        "heartbeat_at": iso(locked.heartbeat_at),
-                    },
+                    # The run page shows the timings; a status change is when they change.
+                    {"status": status, "previous": previous, "error": locked.error, **run_timings(locked)},
                 )
             ],
             list_event="run.updated",

@@ -5,14 +5,16 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from trainer.config import ConfigError
+from trainer.contract import SFT_METRIC_PREFIX
 from trainer.protocols import headline_metrics
+from webapp.runs.events import run_timings
 from webapp.runs.metric_store import run_first_step_time, run_metric_singles
 from webapp.runs.models import ACTIVE_STATUSES, Run, RunStatus
 from webapp.runs.selectors import queue_positions
@@ -66,7 +68,12 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "headline": _headline(run),
         "activeStatuses": list(ACTIVE_STATUSES),
         "maxPoints": CHART_POINTS,
-        "firstStepTime": run_first_step_time(run),
+        # 0 on the time axis: the first RL step's time (before any, the SFT's rows are not it).
+        "firstStepTime": run_first_step_time(run) if run.last_step is not None else None,
+        # Metrics on the SFT cold start's own step axis (trainer.contract.is_sft_metric).
+        "sftPrefix": SFT_METRIC_PREFIX,
+        # The timings the page keeps current (Duration counts on from started_at while the run runs).
+        "timings": run_timings(run),
         "lastLogId": lines[-1].pk if lines else 0,
         "runUrl": f"/api/v1/runs/{run.pk}/",
         "metricsUrl": f"/api/v1/runs/{run.pk}/metrics/",
@@ -96,6 +103,8 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         "fork": fork or {"name": f"{run.name} (fork)", "overrides": "{\n  \n}", "errors": []},
         "page": page,
     }
+    # The server's clock as it answers, which the page counts Duration by.
+    page["now"] = timezone.now().isoformat()
     return render(request, "ui/run_detail.html", context, status=status)
 
 
@@ -105,16 +114,28 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return _render(request, visible_run(request, run_id))
 
 
+def _wants_json(request: HttpRequest) -> bool:
+    """The run page's script asks for JSON (and stays on the page); a plain form post gets a redirect."""
+    return request.headers.get("Accept", "").startswith("application/json")
+
+
 @login_required
 @require_POST
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Cancel the run, answered as the form was sent: JSON with the run's status and timings for the
+    run page's script (which shows "cancelling…" meanwhile), a redirect to the run page without it."""
     run = visible_run(request, run_id)
     try:
         run_cancel(run=run)
     except IllegalTransition as exc:
-        messages.error(request, f"Run #{run.pk} is {exc.current}; it cannot be cancelled.")
+        message, code = f"Run #{run.pk} is {exc.current}; it cannot be cancelled.", 409
+        run.refresh_from_db()
     else:
-        messages.success(request, f"Run #{run.pk} cancelled.")
+        message, code = f"Run #{run.pk} cancelled.", 200
+    if _wants_json(request):
+        state = {"status": run.status, "error": run.error, **run_timings(run), "message": message}
+        return JsonResponse(state, status=code)
+    (messages.success if code == 200 else messages.error)(request, message)
     return redirect("run-detail", run_id=run.pk)
 
 

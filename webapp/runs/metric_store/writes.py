@@ -44,6 +44,7 @@ from typing import Any
 
 from django.db import connection
 
+from trainer.contract import is_sft_metric
 from webapp.runs.metric_store.layout import COLUMNS, RATIO, US_SQL, WIDTHS, columns
 from webapp.runs.models import Run
 
@@ -499,12 +500,20 @@ def record_metric_steps(run: Run, steps: list[dict[str, Any]]) -> list[dict[str,
 
 def update_summary(run: Run, rows: list[dict[str, Any]]) -> list[str]:
     """Update the run's summary (each key's latest value), last step and metric keys in memory from
-    written rows; returns the fields to save."""
+    written rows; returns the fields to save.
+
+    The SFT cold start's metrics (trainer.contract.is_sft_metric) count their own steps, which come
+    before the RL steps: they join the summary as they come and never move the run's last step."""
     keys = set(run.metric_keys)
     for row in rows:
         keys.update(row["values"])
+        values = {key: value for key, value in row["values"].items() if not is_sft_metric(key)}
+        if len(values) < len(row["values"]):
+            run.summary = {**run.summary, **{k: v for k, v in row["values"].items() if k not in values}}
+            if not values:
+                continue
         if run.last_step is None or row["step"] >= run.last_step:
             run.last_step = row["step"]
-            run.summary = {**run.summary, **row["values"]}
+            run.summary = {**run.summary, **values}
     run.metric_keys = sorted(keys)
     return ["summary", "last_step", "metric_keys"]
