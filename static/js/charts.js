@@ -58,6 +58,16 @@
     return xMode === "time" ? series.x.map(function (x) { return x / unit.div; }) : series.x;
   }
 
+  // Markers on the line while its points are far enough apart to tell (at most MARKED_POINTS): they
+  // show where a click lands, and widen the target (a marker's radius counts as near). Denser lines
+  // have a point every few pixels anyway.
+  const MARKED_POINTS = 150;
+
+  function markerSize(points) {
+    if (points < 2) return 7; // a lone point (a final summary such as train_runtime) draws no line: a dot
+    return points <= 40 ? 6 : 4;
+  }
+
   // Band (min, then max filled to it) and the line, for one series of one run.
   function seriesTraces(series, opts) {
     const color = opts.color;
@@ -72,9 +82,8 @@
         showlegend: false, legendgroup: group },
       { type: "scatter", mode: "lines", x: x, y: series.max, line: { width: 0, color: color }, fill: "tonexty",
         fillcolor: withAlpha(color, 0.18), hoverinfo: "skip", showlegend: false, legendgroup: group },
-      // A lone point (a final summary such as train_runtime) draws no line: show it as a dot.
-      { type: "scatter", mode: series.step.length < 2 ? "lines+markers" : "lines", x: x, y: smooth, name: opts.name,
-        line: { width: 1.6, color: color }, marker: { size: 7, color: color },
+      { type: "scatter", mode: series.step.length <= MARKED_POINTS ? "lines+markers" : "lines", x: x, y: smooth,
+        name: opts.name, line: { width: 1.6, color: color }, marker: { size: markerSize(series.step.length), color: color },
         customdata: custom, legendgroup: group, showlegend: !!opts.showlegend,
         hovertemplate: (opts.name ? "<b>%{fullData.name}</b><br>" : "") +
           "step %{customdata[0]}<br>value %{customdata[1]:.5g}" +
@@ -89,7 +98,8 @@
     return Object.assign({
       title: { text: title, font: { size: 13, color: t.fg }, x: 0.01, xanchor: "left" },
       paper_bgcolor: t.panel, plot_bgcolor: t.panel, font: { color: t.fg, size: 11 },
-      margin: { l: 50, r: 12, t: 30, b: 36 }, height: 240, hovermode: "closest",
+      // A point is hovered (and clicked) from up to 30 px away, not Plotly's default 20.
+      margin: { l: 50, r: 12, t: 30, b: 36 }, height: 240, hovermode: "closest", hoverdistance: 30,
       xaxis: Object.assign({ title: { text: xTitle, font: { size: 11 } } }, axis),
       yaxis: Object.assign({}, axis), showlegend: false,
       hoverlabel: { bgcolor: t.panel, bordercolor: t.line, font: { color: t.fg } },

@@ -2,7 +2,9 @@
 // as values above them, live status, the trainer's phase and logs. Data: GET the metrics API
 // (server-side downsampled) at load and on x-axis changes; the run websocket's "metrics", "status",
 // "phase" and "logs" events append live; while the socket is down a poll of the run (and the
-// metrics API when its last step moved) keeps the page current.
+// metrics API when its last step moved) keeps the page current. The SFT cold start's metrics
+// (keys under page.sftPrefix) are on the SFT's own steps: charted by step, never by time, and
+// without rollouts to open.
 (function () {
   const C = window.TirlabCharts;
   const page = JSON.parse(document.getElementById("run-page-data").textContent);
@@ -12,18 +14,31 @@
     smooth: Math.min(Math.max(parseFloat(query.get("smooth")) || 0, 0), 0.99),
     x: query.get("x") === "time" ? "time" : "step",
   };
+  function isSft(key) {
+    return key.indexOf(page.sftPrefix) === 0;
+  }
   // A key logged once (HF Trainer's train_runtime, total_flos, …) is a value, not a chart of one
   // point: key -> {step, value}. The server names those it knows; a series read or pushed later with
-  // one point joins them, and a key that gets a second point becomes a chart.
+  // one point joins them, and a key that gets a second point becomes a chart. The SFT's curve is a
+  // chart from its first step.
   const singles = {};
-  page.singles.forEach(function (point) { singles[point.key] = { step: point.step, value: point.value }; });
+  page.singles.forEach(function (point) {
+    if (!isSft(point.key)) singles[point.key] = { step: point.step, value: point.value };
+  });
   let keys = page.metricKeys.filter(function (key) { return !(key in singles); }); // the charted keys
   let series = {}; // key -> series in the current x mode
   let lastStep = page.lastStep;
   let runStatus = page.status;
   let firstStepTime = page.firstStepTime;
+  let lastSftDone = null; // the SFT step the last poll saw, while the cold start runs
+  let cancelling = false; // asked to cancel, and the run's status has not said it ended yet
   const charts = {}; // key -> {div, visible, dirty, drawn, stale (its series must be re-read)}
   const timings = (window.tirlabRunPage = { headlineRenderedMs: null, chartsDrawn: 0, polls: 0 });
+
+  // The x axis a key is drawn on: the SFT's keys always by their own step.
+  function xModeOf(key) {
+    return isSft(key) ? "step" : state.x;
+  }
 
   // --- layout -----------------------------------------------------------------------------------
 
@@ -153,6 +168,7 @@
   function unit() {
     let max = 0;
     Object.keys(series).forEach(function (key) {
+      if (isSft(key)) return;
       const xs = series[key].x;
       if (xs.length && xs[xs.length - 1] > max) max = xs[xs.length - 1];
     });
@@ -165,16 +181,23 @@
     if (!chart || !data) return Promise.resolve();
     chart.dirty = false;
     const u = unit();
-    const traces = C.seriesTraces(data, { color: C.seriesColor(0), smooth: state.smooth, xMode: state.x, unit: u });
-    const layout = C.layout(key, state.x === "time" ? u.label : "step");
+    const xMode = xModeOf(key);
+    const traces = C.seriesTraces(data, { color: C.seriesColor(0), smooth: state.smooth, xMode: xMode, unit: u });
+    const xTitle = isSft(key) ? "SFT step" : xMode === "time" ? u.label : "step";
+    // One line a chart: the point under the pointer's column is the one hovered and clicked, however
+    // far above or below the line the pointer is.
+    const layout = C.layout(key, xTitle, { hovermode: "x" });
     return C.draw(chart.div, traces, layout).then(function (gd) {
       timings.chartsDrawn += 1;
       if (!chart.drawn) {
         chart.drawn = true;
-        gd.on("plotly_click", function (event) {
-          const point = event.points && event.points[0];
-          if (point && point.customdata) location.href = page.rolloutsUrl + "?step=" + point.customdata[0];
-        });
+        // The SFT's steps have no rollouts: their points only show their values.
+        if (!isSft(key)) {
+          gd.on("plotly_click", function (event) {
+            const point = event.points && event.points[0];
+            if (point && point.customdata) location.href = page.rolloutsUrl + "?step=" + point.customdata[0];
+          });
+        }
       }
     });
   }
@@ -198,12 +221,20 @@
   // --- data -------------------------------------------------------------------------------------
 
   async function fetchSeries(wanted) {
+    // The SFT's keys by step, the others on the page's x axis: one request each.
+    await Promise.all([
+      fetchSeriesOn("step", wanted.filter(isSft)),
+      fetchSeriesOn(state.x, wanted.filter(function (key) { return !isSft(key); })),
+    ]);
+  }
+
+  async function fetchSeriesOn(mode, wanted) {
     if (!wanted.length) return;
-    const mode = state.x;
+    const asked = state.x;
     const url = page.metricsUrl + "?x=" + mode + "&max_points=" + MAX_POINTS +
       "&keys=" + wanted.map(encodeURIComponent).join(",");
     const body = await C.fetchJson(url);
-    if (mode !== state.x) return; // the x axis changed while this was in flight
+    if (asked !== state.x) return; // the x axis changed while this was in flight
     takeSeries(body);
   }
 
@@ -211,7 +242,7 @@
     let moved = false;
     Object.keys(body.series).forEach(function (key) {
       const s = body.series[key];
-      if (isSingle(s)) {
+      if (isSingle(s) && !isSft(key)) {
         toSingle(key, { step: s.step[0], value: s.last[0] });
         moved = true;
         return;
@@ -261,8 +292,12 @@
     const fresh = {}; // a key new to the page -> its points in this event
     const charted = [];
     steps.forEach(function (row) {
-      if (firstStepTime === null) firstStepTime = row.time;
-      if (lastStep === null || row.step > lastStep) lastStep = row.step;
+      // The SFT's steps come before the RL steps and count apart: they move neither the last step
+      // nor the time axis' 0.
+      if (Object.keys(row.values).some(function (key) { return !isSft(key); })) {
+        if (firstStepTime === null) firstStepTime = row.time;
+        if (lastStep === null || row.step > lastStep) lastStep = row.step;
+      }
       Object.keys(row.values).forEach(function (key) {
         const value = row.values[key];
         if (typeof value !== "number") return;
@@ -275,7 +310,7 @@
         const s = series[key];
         if (!s) return;
         const n = s.step.length;
-        const x = state.x === "time" ? row.time - firstStepTime : row.step;
+        const x = xModeOf(key) === "time" ? row.time - firstStepTime : row.step;
         if (n && row.step === s.step[n - 1] && s.count[n - 1] === 1) {
           s.min[n - 1] = s.max[n - 1] = s.last[n - 1] = value; // a re-sent step
         } else if (!n || row.step > s.step[n - 1]) {
@@ -292,13 +327,13 @@
     // which may know points the socket missed, confirms it); the others get charts.
     const many = [];
     Object.keys(fresh).forEach(function (key) {
-      if (fresh[key].length === 1) singles[key] = fresh[key][0];
+      if (fresh[key].length === 1 && !isSft(key)) singles[key] = fresh[key][0];
       else many.push(key);
     });
     showSingles();
     charted.forEach(toChart);
     addKeys(many);
-    const lone = Object.keys(fresh).filter(function (key) { return fresh[key].length === 1; });
+    const lone = Object.keys(fresh).filter(function (key) { return key in singles; });
     fetchSeries(lone).then(redraw);
     redraw();
   }
@@ -363,36 +398,124 @@
     return iso ? iso.replace("T", " ").slice(0, 19) : "—";
   }
 
+  // The run's timings as last heard (ISO strings or null): status events, heartbeats, polls and the
+  // snapshot update them; Duration counts on from started_at by the server's clock while it runs.
+  const timing = Object.assign({}, page.timings);
+  // The server's clock minus the browser's: page.now is the server's time as it answered, which is
+  // when the answer's first byte came (not when this script runs, after the page has loaded).
+  const navigation = performance.getEntriesByType("navigation")[0];
+  const answeredAt = navigation ? performance.timeOrigin + navigation.responseStart : Date.now();
+  const clockOffsetMs = Date.parse(page.now) - answeredAt;
+
+  // The same format as the server's (run_views._duration).
+  function duration() {
+    if (!timing.started_at) return timing.finished_at ? "never started" : "not started yet";
+    const end = timing.finished_at ? Date.parse(timing.finished_at) : Date.now() + clockOffsetMs;
+    const total = Math.max(0, Math.floor((end - Date.parse(timing.started_at)) / 1000));
+    const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = String(total % 60).padStart(2, "0");
+    return h ? h + " h " + String(m).padStart(2, "0") + " min " + s + " s" : m + " min " + s + " s";
+  }
+
+  function showDuration() {
+    setText("run-duration", duration());
+  }
+
+  setInterval(function () { if (timing.started_at && !timing.finished_at) showDuration(); }, 1000);
+
   function showStatus(run) {
     if (run.status) {
       runStatus = run.status;
+      const active = page.activeStatuses.indexOf(run.status) >= 0;
       showLiveState();
       showPhase();
       const badge = document.getElementById("run-status");
-      badge.textContent = run.status;
-      badge.className = "status " + run.status;
+      // Asked to cancel: "cancelling…" until the run's status says it has ended.
+      if (!(cancelling && active)) {
+        badge.textContent = run.status;
+        badge.className = "status " + run.status;
+      }
       // A status only moves forward, so a new one means the run has left the queue (if it was in it).
       if (run.status !== page.status) { const q = document.getElementById("queue-position"); if (q) q.remove(); }
-      if (page.activeStatuses.indexOf(run.status) < 0) {
-        const cancel = document.getElementById("cancel-form");
+      if (!active) {
+        const cancel = document.getElementById("cancel-confirm");
         if (cancel) cancel.remove();
+        cancelling = false;
       }
     }
-    if ("started_at" in run) setText("run-started", when(run.started_at));
-    if ("finished_at" in run) setText("run-finished", when(run.finished_at));
-    if ("heartbeat_at" in run) setText("run-heartbeat", when(run.heartbeat_at));
-    if (run.started_at && run.finished_at) {
-      // The same format as the server's (run_views._duration).
-      const total = Math.max(0, Math.floor((Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000));
-      const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = String(total % 60).padStart(2, "0");
-      setText("run-duration", h ? h + " h " + String(m).padStart(2, "0") + " min " + s + " s" : m + " min " + s + " s");
-    } else if (run.finished_at) {
-      setText("run-duration", "never started");
-    }
+    ["started_at", "finished_at", "heartbeat_at"].forEach(function (name) {
+      if (name in run) timing[name] = run[name];
+    });
+    setText("run-started", when(timing.started_at));
+    setText("run-finished", when(timing.finished_at));
+    setText("run-heartbeat", when(timing.heartbeat_at));
+    showDuration();
     if (run.error) {
       setText("run-error-text", run.error);
       document.getElementById("run-error").hidden = false;
     }
+  }
+
+  // --- cancel -----------------------------------------------------------------------------------
+
+  // "Cancel run…" opens a question in the page (a <details>, so it works without JavaScript too: the
+  // form then posts and the page reloads). Here the answer is posted in the background: the page
+  // says "cancelling…" at once and shows the run's status when it comes, without reloading.
+  const cancelBox = document.getElementById("cancel-confirm");
+
+  function note(text, kind) {
+    let line = document.getElementById("run-note");
+    if (!line) {
+      line = document.createElement("p");
+      line.id = "run-note";
+      line.setAttribute("role", "status");
+      document.querySelector(".run-head").after(line);
+    }
+    line.className = "message " + kind;
+    line.textContent = text;
+  }
+
+  function showCancelling(on) {
+    cancelling = on;
+    const yes = document.getElementById("cancel-yes");
+    yes.disabled = on;
+    yes.textContent = on ? "Cancelling…" : "Yes, cancel the run";
+    document.getElementById("cancel-no").hidden = on;
+    setText("cancel-progress", on ? "Asking to cancel; the status shows here when the run has stopped." : "");
+    const badge = document.getElementById("run-status");
+    badge.textContent = on ? "cancelling…" : runStatus;
+    badge.className = "status " + (on ? "cancelling" : runStatus);
+  }
+
+  if (cancelBox) {
+    const form = document.getElementById("cancel-form");
+    document.getElementById("cancel-no").addEventListener("click", function (event) {
+      event.preventDefault();
+      cancelBox.open = false;
+    });
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      if (cancelling) return;
+      showCancelling(true);
+      try {
+        const response = await fetch(form.action, {
+          method: "POST", body: new FormData(form), credentials: "same-origin", headers: { Accept: "application/json" },
+        });
+        const type = response.headers.get("Content-Type") || "";
+        if (type.indexOf("application/json") < 0) throw new Error("HTTP " + response.status);
+        const run = await response.json();
+        if (response.ok) {
+          showStatus(run);
+          note(run.message, "success");
+        } else {
+          showCancelling(false);
+          showStatus(run); // it had ended meanwhile: its status says how
+          note(run.message, "error");
+        }
+      } catch (err) {
+        showCancelling(false);
+        note("The run could not be cancelled: " + err.message + ". Try again.", "error");
+      }
+    });
   }
 
   const logList = document.getElementById("log-lines");
@@ -447,6 +570,13 @@
     takePhase(run.phase);
     showStatus(run);
     addKeys(run.metric_keys || []);
+    // While the cold start runs, its metrics grow but the last step does not: re-read them as it goes.
+    const sftDone = run.phase && run.phase.name === "sft" ? run.phase.done : null;
+    if (sftDone !== null && sftDone !== lastSftDone) {
+      lastSftDone = sftDone;
+      await fetchSeries(keys.filter(isSft));
+      redraw();
+    }
     // Only forward: the websocket may have brought later steps while this request was under way.
     if (run.last_step !== null && (lastStep === null || run.last_step > lastStep)) {
       lastStep = run.last_step;
@@ -468,14 +598,15 @@
 
   function onEvent(event) {
     if (event.event === "metrics") appendSteps(event.data.steps || []);
-    else if (event.event === "status") showStatus(event.data);
+    else if (event.event === "status" || event.event === "heartbeat") showStatus(event.data);
     else if (event.event === "logs") appendLines(event.data.lines || []);
     else if (event.event === "phase") { takePhase(event.data); showPhase(); }
     else if (event.event === "snapshot") {
       takePhase(event.data.phase);
       showStatus(event.data);
-      // Steps reported while the socket was down: read them from the API.
-      if (event.data.last_step !== null && (lastStep === null || event.data.last_step > lastStep)) poll();
+      // Steps reported while the socket was down (RL's, or the cold start's): read them from the API.
+      const sft = event.data.phase && event.data.phase.name === "sft";
+      if (sft || (event.data.last_step !== null && (lastStep === null || event.data.last_step > lastStep))) poll();
     }
   }
 

@@ -101,3 +101,25 @@ def test_compare_two_runs_smooth_reload_and_diff(page, live_server, researcher, 
     page.uncheck("#only-differences")
     assert page.locator("#diff-table tr", has_text="rollout.temperature").is_visible()
     assert "only_differences" not in page.url
+
+
+def test_a_pointer_near_a_point_shows_that_point(page, live_server, researcher):
+    first = in_thread(run_with_metrics, user=researcher, name="C=1", group_size=16, slope=0.01)
+    second = in_thread(run_with_metrics, user=researcher, name="C=3", group_size=8, slope=0.02)
+    open_logged_in(page, live_server, f"/compare/?runs={first.pk},{second.pk}&metrics=accuracy&smooth=0&x=step")
+    page.wait_for_function("document.body.dataset.chartsRendered")
+    chart = "#charts .chart[data-key='accuracy']"
+    # Each run's line shows its points.
+    modes = page.evaluate(f'document.querySelector("{chart}").data.filter(t => t.showlegend).map(t => t.mode)')
+    assert modes == ["lines+markers", "lines+markers"]
+    # 25 px below C=1's point at step 26 (0.26, a low one: its neighbours and C=3's points are all above).
+    point = page.evaluate(
+        f"""() => {{ const gd = document.querySelector("{chart}");
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        return [xa._offset + xa.l2p(26), ya._offset + ya.l2p(0.26)]; }}"""
+    )
+    svg = page.locator(f"{chart} .main-svg").first.bounding_box()
+    page.mouse.move(svg["x"] + point[0], svg["y"] + point[1] + 25)
+    page.wait_for_function(f"document.querySelector(\"{chart} .hoverlayer\").textContent !== ''", timeout=3_000)
+    hover = page.locator(f"{chart} .hoverlayer").text_content()
+    assert f"#{first.pk} C=1" in hover and "step 26" in hover and "value 0.26" in hover

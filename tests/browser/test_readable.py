@@ -81,7 +81,7 @@ def test_new_run_form(page, live_server, researcher):
 def test_running_run_page(page, live_server, researcher, running):
     log_in(page, live_server, f"/runs/{running}/")
     page.wait_for_selector("#headline-charts .chart")
-    assert_readable_in_both_themes(page, "#cancel-form button", "#fork button[type=submit]", "#run-status")
+    assert_readable_in_both_themes(page, "#cancel-open", "#fork button[type=submit]", "#run-status")
 
 
 def test_finished_run_pages(page, live_server, researcher):

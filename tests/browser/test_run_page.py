@@ -6,7 +6,14 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from tests.browser._helpers import assert_readable_in_both_themes, in_thread, screenshot
+from tests.browser._helpers import (
+    assert_readable,
+    assert_readable_in_both_themes,
+    in_thread,
+    screenshot,
+    toggle_theme,
+)
+from tests.browser._run_socket import RunSocket
 from trainer.contract import HEADLINE_METRICS
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import Run, RunStatus
@@ -49,6 +56,20 @@ def open_logged_in(page, live_server, path: str) -> None:
     page.wait_for_url(lambda url: urlsplit(url).path == urlsplit(path).path)
 
 
+def screenshots(page, stem: str) -> None:
+    """The page in both themes at 1,280 × 800 and 1,920 × 1,080, into docs/ under `make screenshot`
+    (STEM.png, STEM_dark.png, STEM-1920.png, STEM-1920_dark.png); left at 1,280 × 800 in its theme."""
+    for width, height, suffix in ((1280, 800, ""), (1920, 1080, "-1920")):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(300)  # the charts redraw at their new width
+        screenshot(page, f"{stem}{suffix}.png")
+        toggle_theme(page)
+        page.wait_for_timeout(300)  # and in the theme's colours
+        screenshot(page, f"{stem}{suffix}_dark.png")
+        toggle_theme(page)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+
 def chart_steps(page, key: str) -> list:
     return page.evaluate(
         "key => { const div = document.querySelector(`.chart[data-key='${key}']`);"
@@ -75,7 +96,7 @@ def test_charts_render_from_stored_metrics_and_link_to_rollouts(page, live_serve
     assert "<b>warming up</b>" in page.inner_text("#log-lines")
     page.wait_for_function("document.getElementById('live-state').textContent.includes('polling')")
     page.locator("#charts").scroll_into_view_if_needed()
-    screenshot(page, "run_page.png")
+    screenshots(page, "run_page")
 
     # Hover shows the exact value; a click opens that step's rollouts.
     page.locator(".chart[data-key='accuracy']").scroll_into_view_if_needed()
@@ -172,15 +193,70 @@ def test_a_metric_logged_once_is_a_value_above_the_charts_until_it_is_logged_aga
     assert [name for name, _, _ in singles_shown(page)] == ["eval/reward", "train_loss", "train_runtime"]
 
 
-def test_cancel_button_cancels_the_run(page, live_server, researcher):
+def test_cancel_asks_first_and_says_cancelling_until_the_run_has_stopped(page, live_server, researcher):
     run, _ = in_thread(reporting_run, user=researcher, steps=3)
     open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.headlineRenderedMs !== null")
+    page.evaluate("window.notReloaded = true")
     assert page.inner_text("#run-status") == "running"
-    page.click("#cancel-form button")
-    page.wait_for_selector("text=cancelled.")
-    assert page.inner_text("#run-status") == "cancelled"
-    assert page.locator("#cancel-form").count() == 0
+    # "Cancel run…" asks; "No" leaves the run as it was.
+    assert page.is_hidden("#cancel-question")
+    page.click("#cancel-open")
+    assert page.is_visible("#cancel-question") and "Cancel this run?" in page.inner_text("#cancel-question")
+    assert_readable_in_both_themes(page, "#cancel-open", "#cancel-question", "#cancel-yes", "#cancel-no")
+    screenshot(page, "run_page_cancel_confirm.png")
+    toggle_theme(page)
+    screenshot(page, "run_page_cancel_confirm_dark.png")
+    toggle_theme(page)
+    page.click("#cancel-no")
+    assert page.is_hidden("#cancel-question")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+
+    # "Yes": the page says "cancelling…" at once, while the request is under way (held here for a
+    # second, as a loaded server may take), then shows the status the server answers, in place.
+    held = []
+    page.route(f"**/runs/{run.pk}/cancel", lambda route: held.append(route))
+    page.click("#cancel-open")
+    page.click("#cancel-yes")
+    page.wait_for_function("document.getElementById('run-status').textContent === 'cancelling…'", timeout=2_000)
+    assert page.is_disabled("#cancel-yes") and page.inner_text("#cancel-yes") == "Cancelling…"
+    assert page.is_hidden("#cancel-no")
+    assert_readable(page, "#run-status", "#cancel-progress")
+    screenshot(page, "run_page_cancelling.png")
+    assert held, "the cancel was not posted"
+    page.wait_for_timeout(1_000)
+    held[0].continue_()
+    page.wait_for_function("document.getElementById('run-status').textContent === 'cancelled'", timeout=5_000)
+    assert page.evaluate("window.notReloaded") is True  # no reload: the charts stay as they were
+    assert page.locator("#cancel-confirm").count() == 0
+    assert page.inner_text("#run-note") == f"Run #{run.pk} cancelled."
+    assert page.inner_text("#run-finished") != "—"
+    assert re.fullmatch(r"\d+ min \d\d s", page.inner_text("#run-duration"))
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+def test_cancel_asks_first_without_javascript_too(browser, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=3)
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        open_logged_in(page, live_server, f"/runs/{run.pk}/")
+        assert page.is_hidden("#cancel-question")
+        page.click("#cancel-open")
+        assert page.is_visible("#cancel-question")
+        # "No" reloads the page, the question closed and the run untouched.
+        page.click("#cancel-no")
+        page.wait_for_load_state()
+        assert page.is_hidden("#cancel-question")
+        assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+        page.click("#cancel-open")
+        page.click("#cancel-yes")
+        page.wait_for_selector("text=cancelled.")
+        assert page.inner_text("#run-status") == "cancelled"
+        assert page.locator("#cancel-confirm").count() == 0
+        assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+    finally:
+        context.close()
 
 
 def test_fork_with_an_invalid_override_shows_the_field_error(page, live_server, researcher):
@@ -272,6 +348,72 @@ def test_a_run_that_finishes_while_watched_shows_how_long_it_ran(page, live_serv
     page.wait_for_function("document.getElementById('run-status').textContent === 'succeeded'", timeout=12_000)
     assert re.fullmatch(r"\d+ min \d\d s", page.inner_text("#run-duration"))
     assert page.inner_text("#run-started") != "—" and page.inner_text("#run-finished") != "—"
+
+
+def shown_time(value) -> str:
+    """A timing as the run page shows it (UTC, to the second)."""
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def test_duration_and_heartbeat_follow_the_run_over_its_websocket(page, live_server, researcher):
+    run, token = in_thread(run_create, user=researcher, name="watched live", config={}, managed=False)
+    in_thread(run_transition, run=run, status=RunStatus.STARTING)
+    socket = RunSocket(page, live_server, run.pk)
+    try:
+        open_logged_in(page, live_server, f"/runs/{run.pk}/")
+        socket.connect()
+        page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+        assert page.inner_text("#run-duration") == "not started yet"
+        assert page.inner_text("#run-heartbeat") == "—"
+
+        # The trainer's first report: the run is running, and Duration counts from its start, second by second.
+        in_thread(ingest_batch, run_id=run.pk, token=token, payload={"status": {"status": "running"}})
+        socket.forward_until("status")
+        started = Run.objects.get(pk=run.pk).started_at
+        assert page.inner_text("#run-started") == shown_time(started)
+        assert re.fullmatch(r"0 min 0\d s", page.inner_text("#run-duration"))
+        first = page.inner_text("#run-duration")
+        page.wait_for_function(f"document.getElementById('run-duration').textContent !== {first!r}", timeout=3_000)
+        assert page.inner_text("#live-state") == "live"  # all of it through the socket: no poll
+
+        # Each later report (here a bare heartbeat, two seconds on) moves Heartbeat.
+        page.wait_for_timeout(2_000)
+        in_thread(ingest_batch, run_id=run.pk, token=token, payload={})
+        socket.forward_until("heartbeat")
+        beat = Run.objects.get(pk=run.pk).heartbeat_at
+        assert beat > started and shown_time(beat) != shown_time(started)
+        page.wait_for_function(
+            f"document.getElementById('run-heartbeat').textContent === {shown_time(beat)!r}", timeout=2_000
+        )
+        screenshot(page, "run_page_live_timings.png")
+
+        # Its end stops the count at the run's length.
+        in_thread(ingest_batch, run_id=run.pk, token=token, payload={"status": {"status": "succeeded"}})
+        socket.forward_until("status")
+        ended = page.inner_text("#run-duration")
+        page.wait_for_timeout(1_500)
+        assert page.inner_text("#run-duration") == ended
+    finally:
+        socket.close()
+
+
+def test_a_click_near_a_point_opens_its_rollouts(page, live_server, researcher):
+    run, _ = in_thread(reporting_run, user=researcher, steps=20)
+    open_logged_in(page, live_server, f"/runs/{run.pk}/")
+    page.wait_for_function("window.tirlabRunPage && window.tirlabRunPage.headlineRenderedMs !== null")
+    chart = ".chart[data-key='accuracy']"
+    # The points are drawn: a line with markers, where the clicks land.
+    assert page.evaluate(f'document.querySelector("{chart}").data[2].mode') == "lines+markers"
+    assert page.locator(f"{chart} .scatterlayer .point").count() == 20
+    point = page.evaluate(
+        f"""() => {{ const gd = document.querySelector("{chart}");
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        return [xa._offset + xa.l2p(12), ya._offset + ya.l2p(0.12)]; }}"""
+    )
+    svg = page.locator(f"{chart} .main-svg").first.bounding_box()
+    # Off the point by a few pixels across, and well above the line: still step 12.
+    page.mouse.click(svg["x"] + point[0] + 4, svg["y"] + point[1] - 30)
+    page.wait_for_url(f"**/runs/{run.pk}/rollouts/?step=12", timeout=5_000)
 
 
 def test_a_poll_that_answers_an_older_step_does_not_move_the_page_back(page, live_server, researcher):

@@ -5,7 +5,10 @@ import time
 import pytest
 
 from tests.browser._helpers import assert_readable_in_both_themes, in_thread, log_in, screenshot, toggle_theme
+from tests.browser._run_socket import RunSocket
+from tests.browser.test_run_page import screenshots
 from trainer.report.client import Reporter
+from trainer.sft.phase import report_progress
 from webapp.runs.ingest import ingest_batch
 from webapp.runs.models import Run
 from webapp.runs.services import run_create
@@ -53,6 +56,72 @@ def test_the_phase_bar_follows_the_trainer_from_loading_to_its_first_metric(page
         assert page.is_hidden("#run-phase")
         assert page.inner_text("#run-last-step") == "0"
         assert page.inner_text("#run-step-progress") == "· 1 of 20 steps done · about 40 s left"
+
+
+def test_the_cold_starts_loss_is_a_chart_while_it_trains(page, live_server, researcher, tmp_path):
+    run, token = in_thread(run_create, user=researcher, name="retool-mini", config={}, managed=False)
+    url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
+    losses = [2.0 / (1 + 0.1 * step) for step in range(1, 61)]
+    with Reporter(tmp_path, report_url=url, run_token=token, flush_interval_s=0.1) as reporter:
+        reporter.set_status("running")
+        # What the SFT phase reports after each of its optimizer steps (trainer.sft.phase), here 30 of 60.
+        for step, loss in enumerate(losses[:30], start=1):
+            report_progress(reporter, step, 60, loss, elapsed_s=0.5 * step)
+        log_in(page, live_server, f"/runs/{run.pk}/", wait_for="#run-phase:not([hidden])")
+        chart = ".chart[data-key='sft/loss']"
+        page.wait_for_function(f'document.querySelector("{chart}") && document.querySelector("{chart}").data')
+        assert page.inner_text("#phase-label") == "Cold start (SFT)"
+        assert page.evaluate(f'document.querySelector("{chart}").layout.xaxis.title.text') == "SFT step"
+        # Its steps are the SFT's: no RL step yet.
+        assert page.inner_text("#run-last-step") == "—"
+        assert page.inner_text(".summary-values summary") == "Latest values (1 metrics)"
+
+        # The chart grows as the cold start goes on (here through the polling fallback).
+        for step, loss in enumerate(losses[30:], start=31):
+            report_progress(reporter, step, 60, loss, elapsed_s=0.5 * step)
+        page.wait_for_function(f'document.querySelector("{chart}").data[2].customdata.length === 60', timeout=15_000)
+        points = page.evaluate(f'document.querySelector("{chart}").data[2].customdata')
+        assert [p[0] for p in points] == list(range(1, 61))
+        assert [p[1] for p in points] == pytest.approx(losses)
+        screenshots(page, "run_page_sft_loss")
+
+        # RL starts at its step 0: the last step is RL's, and the loss chart stays, by SFT step.
+        reporter.set_phase("rl", 0, 20)
+        reporter.log_metrics(0, {"accuracy": 0.25})
+        page.wait_for_function("document.getElementById('run-last-step').textContent === '0'", timeout=15_000)
+        assert page.evaluate(f'document.querySelector("{chart}").data[2].customdata.length') == 60
+    assert Run.objects.get(pk=run.pk).last_step == 0
+
+
+def test_the_cold_starts_loss_is_drawn_live_from_its_websocket(page, live_server, researcher, tmp_path):
+    run, token = in_thread(run_create, user=researcher, name="retool-mini", config={}, managed=False)
+    url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
+    socket = RunSocket(page, live_server, run.pk)
+    try:
+        with Reporter(tmp_path, report_url=url, run_token=token, flush_interval_s=0.1) as reporter:
+            reporter.set_status("running")
+            report_progress(reporter, 1, 40, 2.0, elapsed_s=0.5)
+            wait_for_phase(run, "sft")
+            log_in(page, live_server, f"/runs/{run.pk}/", wait_for="#run-phase:not([hidden])")
+            socket.connect()
+            page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+            for step in range(2, 41):
+                report_progress(reporter, step, 40, 2.0 / step, elapsed_s=0.5 * step)
+            pushed: set[int] = set()
+            while len(pushed) < 39:
+                event = socket.forward_until("metrics")
+                pushed.update(row["step"] for row in event["data"]["steps"])
+            chart = ".chart[data-key='sft/loss']"
+            page.wait_for_function(
+                f'document.querySelector("{chart}") && document.querySelector("{chart}").data'
+                f' && document.querySelector("{chart}").data[2].customdata.length === 40'
+            )
+            points = page.evaluate(f'document.querySelector("{chart}").data[2]')
+            assert points["x"] == list(range(1, 41))  # by SFT step
+            assert page.inner_text("#run-last-step") == "—" and page.is_visible("#run-phase")
+            assert page.inner_text("#live-state") == "live"
+    finally:
+        socket.close()
 
 
 def test_a_finished_run_shows_no_phase(page, live_server, researcher):
