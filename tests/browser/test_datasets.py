@@ -87,7 +87,9 @@ def test_good_upload_is_listed_and_previews_the_rendered_prompt(page, live_serve
     screenshot(page, "dataset-detail.png")
 
     page.click("text=← Datasets")
+    page.wait_for_url(f"{live_server.url}/datasets/")
     row = page.locator("table.datasets tr", has_text="toy arithmetic")
+    row.wait_for()
     cells = row.locator("td").all_inner_texts()
     assert cells[1:3] == ["JSONL question/answer", "3"]
     assert "uploaded by ada" in row.inner_text()

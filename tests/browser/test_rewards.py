@@ -38,7 +38,7 @@ def test_try_it_scores_a_correct_torl_completion_without_javascript(page_without
     page.click("#reward-choice button[type=submit]")
     page.fill("textarea[name=completion]", TORL_CORRECT)
     page.fill("textarea[name=ground_truth]", "42")
-    page.click("button[value=try]")
+    click_try(page)
     result = page.locator("#result")
     assert result.locator(".total strong").inner_text() == "1.0"
     assert "correct" in result.locator(".total").inner_text()
@@ -50,7 +50,7 @@ def test_try_it_scores_a_correct_torl_completion_without_javascript(page_without
     assert page.input_value("textarea[name=completion]") == TORL_CORRECT
 
     page.fill("textarea[name=ground_truth]", "41")
-    page.click("button[value=try]")
+    click_try(page)
     assert page.locator("#result .total strong").inner_text() == "-1.0"
     assert "not correct" in page.inner_text("#result .total")
     screenshot(page, "rewards-try.png")
@@ -106,10 +106,17 @@ NEAR_MISS = (
 )
 
 
+def click_try(page) -> None:
+    """Try it, and wait for the page the form posts to: the last result (which may show the same
+    total) is still there until it loads."""
+    with page.expect_navigation():
+        page.click("button[value=try]")
+
+
 def try_reward(page, completion: str, ground_truth: str) -> None:
     page.fill("textarea[name=completion]", completion)
     page.fill("textarea[name=ground_truth]", ground_truth)
-    page.click("button[value=try]")
+    click_try(page)
 
 
 def shown_score(page) -> tuple[str, dict[str, str]]:
@@ -143,14 +150,15 @@ def test_every_reward_fills_in_an_example_that_scores_and_totals_are_rounded(pag
         page.goto(f"{live_server.url}/rewards/?reward={reward}")
         example = EXAMPLES[reward]
         assert page.get_attribute("textarea[name=ground_truth]", "placeholder") == example.ground_truth_hint
-        page.click("#fill-example")
+        with page.expect_navigation():  # a link: the example comes with the page it opens
+            page.click("#fill-example")
         assert page.input_value("textarea[name=completion]") == example.completion
         assert page.input_value("textarea[name=ground_truth]") == example.ground_truth
-        page.click("button[value=try]")
+        click_try(page)
         assert "not correct" not in page.inner_text("#result .total"), reward
         assert float(page.inner_text("#result .total strong")) > 0, reward
     # artist_fc's 0.5 + 0.5 + 0.2 sums to 1.2000000000000002: shown to 3 decimals at most.
     page.goto(f"{live_server.url}/rewards/?reward=artist_fc&example=1")
-    page.click("button[value=try]")
+    click_try(page)
     assert shown_score(page) == ("1.2", {"state": "0.5", "function": "0.5", "format": "0.2"})
     screenshot(page, "rewards-example.png")
