@@ -403,12 +403,38 @@ class ScheduleConfig(_Section):
     heartbeat_s: float = Field(5.0, gt=0, description="Seconds between liveness heartbeats of the trainer.")
 
 
+class ClusterConfig(_Section):
+    """The GPU cluster a run of engine 'verl' trains on (verl's trainer.nnodes / n_gpus_per_node and its
+    rollout's tensor parallelism); tirlab's own trainer is one process and refuses other values."""
+
+    nnodes: int = Field(1, ge=1, description="Nodes of the cluster (verl's trainer.nnodes); engine 'verl'.")
+    gpus_per_node: int = Field(
+        1, ge=1, description="GPUs on each node (verl's trainer.n_gpus_per_node); engine 'verl'."
+    )
+    tensor_parallel: int = Field(
+        1,
+        ge=1,
+        description=(
+            "GPUs that hold one copy of the model for generation (verl's rollout.tensor_model_parallel_size); "
+            "must divide nnodes x gpus_per_node; engine 'verl'."
+        ),
+    )
+
+
 class RunConfig(_Section):
     """Everything a training run needs."""
 
     seed: int = Field(0, ge=0, description="Random seed for sampling, data order and initialisation.")
     model: ModelConfig = Field(default_factory=ModelConfig, description="The policy model.")
-    engine: Literal["hf", "vllm"] = Field("hf", description="Rollout generation engine.")
+    engine: Literal["hf", "vllm", "verl"] = Field(
+        "hf",
+        description=(
+            "Who generates and trains: 'hf' (tirlab's trainer, Hugging Face generation, CPU or GPU), 'vllm' "
+            "(tirlab's trainer, vLLM generation, one GPU), or 'verl' (verl 0.9.1 trains the run across the GPU "
+            "cluster of the cluster section, with tirlab's prompts, tool protocol and reward inside it; "
+            "docs/verl.md)."
+        ),
+    )
     data: DataConfig = Field(default_factory=DataConfig, description="Training and validation data.")
     tools: ToolConfig = Field(default_factory=ToolConfig, description="How the model calls the code sandbox.")
     reward: RewardSpec = Field(default_factory=RewardSpec, description="The reward function and its parameters.")
@@ -420,6 +446,22 @@ class RunConfig(_Section):
     schedule: ScheduleConfig = Field(
         default_factory=ScheduleConfig, description="Run length, evaluation and checkpoint cadence."
     )
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig, description="The GPU cluster of an engine 'verl' run."
+    )
+
+    @model_validator(mode="after")
+    def _check_cluster_fields(self) -> "RunConfig":
+        if self.engine != "verl":
+            default = ClusterConfig()
+            errors = {
+                f"cluster.{name}": [f"needs engine 'verl'; engine '{self.engine}' trains in one process"]
+                for name in ClusterConfig.model_fields
+                if getattr(self.cluster, name) != getattr(default, name)
+            }
+            if errors:
+                raise ConfigError(errors)
+        return self
 
     @model_validator(mode="after")
     def _check_sft_dataset(self) -> "RunConfig":

@@ -26,6 +26,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+# tirlab's trainer is one process; a run of engine 'verl' is verl's own program (trainer.verl.launch).
+VERL_ENGINE_ELSEWHERE = (
+    "engine 'verl' is trained by verl, not by tirlab's trainer: launch it from the dashboard, or run "
+    "`python -m trainer.verl.launch --config FILE` in verl's environment (docs/verl.md)"
+)
+
+
 def check_vllm_available(config: RunConfig) -> None:
     """Engine 'vllm' needs the vllm package (requirements-gpu.txt) and a CUDA GPU; say which is missing."""
     missing = []

@@ -75,6 +75,8 @@ class Trainer:
         log: Callable[[str], None] = print,
         sft: bool = True,
     ) -> None:
+        if config.engine == "verl":
+            raise ValueError(setup.VERL_ENGINE_ELSEWHERE)
         if config.engine == "vllm":
             setup.check_vllm_available(config)
         self.config, self.reporter, self.out_dir, self.log = config, reporter, out_dir, log
