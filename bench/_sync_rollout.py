@@ -125,7 +125,8 @@ async def sync_rollout(
             for (t, before, stopped, turn_ids), (execution, call_start, call_end) in zip(calling, timed, strict=True):
                 t.spans.append(Span("tool", call_start - origin, call_end - origin))
                 t.executions.append(execution)
-                if _append_tool_output(engine, protocol, t.state, (before, stopped, turn_ids), execution, settings):
+                turn = (before, stopped, turn_ids)
+                if _append_tool_output(engine.tokenizer, protocol, t.state, turn, execution, settings):
                     active.append(t)
                 else:
                     t.truncated = True

@@ -9,6 +9,10 @@ trajectory's tool call runs on the event loop while the rest of the batch keeps 
 the call comes back, its next request joins the running call at the next decode step (continuous
 batching, see `_Batcher`).
 
+One trajectory's turns are `run_trajectory`, which takes any async `generate` and a tokenizer: the
+batcher here, or verl's server client in tirlab's agent loop for verl (trainer.verl.agent_loop), so
+both trainers run the same protocol, environment, budget and length accounting.
+
 What is appended after a call is the protocol's wrapper around the text of the run's feedback
 style (`tools.feedback`, trainer.protocols.feedback). Every stop at the tool marker uses up a call
 of the budget; under the papers' styles a stop without a complete call runs nothing and appends
@@ -33,11 +37,11 @@ import inspect
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from trainer.config import RunConfig
-from trainer.engines.base import Engine, GenerationOutput, GenerationRequest
+from trainer.engines.base import Engine, GenerationOutput, GenerationRequest, Tokenizer
 from trainer.envs import CallContext, CodeRunner, Environment, get_environment
 from trainer.protocols import Feedback, FeedbackStyle, Protocol, default_environment, get_protocol
 from trainer.trajectory import Completion, ToolExecution
@@ -280,9 +284,8 @@ class _State:
             self.model_tokens -= count
 
 
-def _feedback(engine: Engine, settings: RolloutSettings) -> Feedback:
+def _feedback(tokenizer: Tokenizer, settings: RolloutSettings) -> Feedback:
     """The run's feedback style; ZeroTIR's counts tokens with the policy's tokenizer, as its loop does."""
-    tokenizer = engine.tokenizer
     return Feedback(
         settings.feedback,
         settings.output_max_chars,
@@ -291,7 +294,7 @@ def _feedback(engine: Engine, settings: RolloutSettings) -> Feedback:
 
 
 def _append_tool_output(
-    engine: Engine,
+    tokenizer: Tokenizer,
     protocol: Protocol,
     state: _State,
     turn: tuple[str, str, list[int]],
@@ -308,10 +311,9 @@ def _append_tool_output(
     nothing is added.
     """
     before, stopped, turn_ids = turn
-    new_text = settings.env().append_output(protocol, stopped, execution, _feedback(engine, settings))
+    new_text = settings.env().append_output(protocol, stopped, execution, _feedback(tokenizer, settings))
     if not new_text.startswith(before):
         raise RuntimeError(f"protocol {protocol.name!r} rewrote text before the current turn")
-    tokenizer = engine.tokenizer
     keep = len(turn_ids)
     kept_text = state.text[len(before) :]
     while keep and not new_text.startswith(before + kept_text):
@@ -343,6 +345,41 @@ async def _trajectory(
     run_code: CodeRunner | None = None,
     tools: list[dict] | None = None,
 ) -> Trajectory:
+    try:
+        return await run_trajectory(
+            prompt_ids,
+            batcher.generate,
+            engine.tokenizer,
+            settings,
+            seed=seed,
+            index=index,
+            cache_key=cache_key,
+            clock=clock,
+            run_code=run_code,
+            tools=tools,
+        )
+    finally:
+        engine.release(cache_key)
+
+
+async def run_trajectory(
+    prompt_ids: list[int],
+    generate: Callable[[GenerationRequest], Awaitable[GenerationOutput]],
+    tokenizer: Tokenizer,
+    settings: RolloutSettings,
+    *,
+    seed: int | None = None,
+    index: int = 0,
+    cache_key: Hashable | None = None,
+    clock: _Clock | None = None,
+    run_code: CodeRunner | None = None,
+    tools: list[dict] | None = None,
+) -> Trajectory:
+    """One trajectory: generate until the protocol's stop marker, run the call in the run's environment,
+    append the fed-back output, and again, until the budget, EOS or the response limit (see the module
+    docstring). `generate` serves one request at a time; `index` and `seed` make the request seeds,
+    `cache_key` names the trajectory to the engine, `clock` (default: a fresh one) times its spans."""
+    clock = clock if clock is not None else _Clock()
     protocol = get_protocol(settings.protocol)
     env = settings.env()
     context = settings.call_context(tools, run_code)
@@ -353,47 +390,44 @@ async def _trajectory(
     calls_made = 0
     spans: list[Span] = []
     truncated = False
-    try:
-        for turn in itertools.count():
-            stops = env.stop_strings(protocol, calls_made, settings.max_tool_calls)
-            request = GenerationRequest(
-                token_ids=prompt_ids + state.response_ids,
-                max_new_tokens=settings.max_response_tokens - len(state.response_ids),
-                stop_strings=stops,
-                temperature=settings.temperature,
-                top_p=settings.top_p,
-                # Distinct per trajectory and turn, so a group's G samples of one prompt differ.
-                seed=None if seed is None else (seed * 1_000_003 + index) * 1009 + turn,
-                cache_key=cache_key,
-            )
-            start = clock.now()
-            output = await batcher.generate(request)
-            spans.append(Span("gen", start, clock.now()))
-            before = state.text
-            state.add_generated(output.new_token_ids, output.logprobs, output.text)
-            if output.finish_reason == "length":
-                truncated = True
-                break
-            if output.finish_reason != "stop" or output.stop_string not in stops:
-                break
-            marker = output.stop_string
-            stopped = before + output.text[: output.text.find(marker) + len(marker)]
-            calls_made += 1
-            start = clock.now()
-            clock.tool_started()
-            try:
-                execution = await env.run_call(protocol, stopped, feedback, context)
-            finally:
-                clock.tool_ended()
-            if execution is not None:
-                spans.append(Span("tool", start, clock.now()))
-                executions.append(execution)
-            turn_data = (before, stopped, list(output.new_token_ids))
-            if not _append_tool_output(engine, protocol, state, turn_data, execution, settings):
-                truncated = True
-                break
-    finally:
-        engine.release(cache_key)
+    for turn in itertools.count():
+        stops = env.stop_strings(protocol, calls_made, settings.max_tool_calls)
+        request = GenerationRequest(
+            token_ids=prompt_ids + state.response_ids,
+            max_new_tokens=settings.max_response_tokens - len(state.response_ids),
+            stop_strings=stops,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            # Distinct per trajectory and turn, so a group's G samples of one prompt differ.
+            seed=None if seed is None else (seed * 1_000_003 + index) * 1009 + turn,
+            cache_key=cache_key,
+        )
+        start = clock.now()
+        output = await generate(request)
+        spans.append(Span("gen", start, clock.now()))
+        before = state.text
+        state.add_generated(output.new_token_ids, output.logprobs, output.text)
+        if output.finish_reason == "length":
+            truncated = True
+            break
+        if output.finish_reason != "stop" or output.stop_string not in stops:
+            break
+        marker = output.stop_string
+        stopped = before + output.text[: output.text.find(marker) + len(marker)]
+        calls_made += 1
+        start = clock.now()
+        clock.tool_started()
+        try:
+            execution = await env.run_call(protocol, stopped, feedback, context)
+        finally:
+            clock.tool_ended()
+        if execution is not None:
+            spans.append(Span("tool", start, clock.now()))
+            executions.append(execution)
+        turn_data = (before, stopped, list(output.new_token_ids))
+        if not _append_tool_output(tokenizer, protocol, state, turn_data, execution, settings):
+            truncated = True
+            break
     completion = Completion(
         text=state.text,
         protocol=protocol.name,
