@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer.models.build_once import build_once
 
@@ -99,10 +99,12 @@ def smollm2_checkpoint(cache_dir: Path, *, log: Callable[[str], None] = print) -
         if tokenizer.chat_template != SMOLLM2_CHAT_TEMPLATE:
             log(f"{gguf.name} lacks SmolLM2-Instruct's chat template; setting it (ChatML) on the tokenizer")
             tokenizer.chat_template = SMOLLM2_CHAT_TEMPLATE
+        # transformers.GgufConfig is looked up here: verl's environment (transformers < 5.11) has none, and
+        # imports this module through trainer.loop.setup (trainer.verl.data) without converting anything.
         # dequantize=True asks for plain dense float32 weights whatever GGUF kernels are installed:
         # a model left in GGUF blocks cannot be saved, and training needs dense weights anyway.
         model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, quantization_config=GgufConfig(dequantize=True)
+            str(gguf.parent), gguf_file=gguf.name, quantization_config=transformers.GgufConfig(dequantize=True)
         )
         model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
