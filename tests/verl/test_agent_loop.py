@@ -26,14 +26,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from transformers import AutoTokenizer, LlamaConfig
+from transformers import AutoTokenizer
 
 from tests.trainer.test_envs import CALL, REPLY, WEATHER_TOOLS
 from tests.verl_env import run_in_verl
 from trainer.config import validate_config
 from trainer.engines.base import GenerationOutput, GenerationRequest
 from trainer.metrics.step import tool_call_count
-from trainer.models.smollm2 import smollm2_gguf
 from trainer.rollout.multi_turn import RolloutSettings, rollout
 from trainer.trajectory import Example
 from trainer.verl.data import verl_rows
@@ -234,27 +233,6 @@ CASES = {
 }
 CALL_TOOLS = {"function_calling", "json_calls_scored_not_run"}
 PROMPT_TOKENS = 2048
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """SmolLM2's tokenizer (from its GGUF package) with a one-layer config: what verl's HFModelConfig loads."""
-    gguf = smollm2_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    path = tmp_path_factory.mktemp("smollm2-tokenizer")
-    tokenizer.save_pretrained(path)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        eos_token_id=tokenizer.eos_token_id,
-        architectures=["LlamaForCausalLM"],
-    )
-    config.save_pretrained(path)
-    return path
 
 
 @pytest.fixture(scope="module")
