@@ -8,6 +8,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+VERL_VENV ?= .venv-verl
+VERL_PY := $(VERL_VENV)/bin/python
 DEVSTACK := $(PY) -m webapp.devstack
 PYTEST_ARGS ?=
 VAR_DIR := $(or $(TIRLAB_VAR_DIR),$(CURDIR)/var)
@@ -26,12 +28,13 @@ PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # The unit tiers: every test not marked e2e, browser or slow (tests/tiers.py says which are).
 FAST := -m "not e2e and not browser and not slow"
 
-.PHONY: help run test test-fast deps dev-deps browser-deps migrate lint bench screenshot clean-venv clean-var
+.PHONY: help run test test-fast deps dev-deps verl-deps browser-deps migrate lint bench screenshot clean-venv clean-var
 
 help:
 	@echo "make run          start tirlab (web + worker; embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL)"
 	@echo "make test         run the whole test suite, what CI runs (PYTEST_ARGS=... is passed to pytest)"
 	@echo "make test-fast    the unit tests only: no e2e stacks, browsers, Ray or learning runs (a minute or two)"
+	@echo "make verl-deps    build $(VERL_VENV), verl 0.9.1's environment (engine 'verl' runs and the suite's verl tests)"
 	@echo "make migrate      apply database migrations"
 	@echo "make lint         ruff check"
 	@echo "make bench        run the benchmarks in bench/ (BENCH=bench/x.py for one, BENCH_ARGS=... to each)"
@@ -57,6 +60,17 @@ dev-deps: $(PY)
 		&& cat requirements-dev.txt requirements.txt requirements-nodeps.txt requirements-dev-nodeps.txt > $(VENV)/.installed-requirements-dev.txt \
 		&& cat requirements.txt requirements-nodeps.txt > $(VENV)/.installed-requirements.txt; }
 
+# verl 0.9.1's own virtualenv (its pins clash with requirements.txt): engine 'verl' runs as a Ray job in it,
+# and the suite runs verl's code in a subprocess of its python (tests/verl_env.py). Stamped as `deps` is.
+$(VERL_PY):
+	@$(PYTHON) -m venv $(VERL_VENV) || { echo "Could not create $(VERL_VENV) with $(PYTHON) -m venv (on Debian/Ubuntu: apt-get install python3-venv)." >&2; exit 1; }
+
+verl-deps: $(VERL_PY)
+	@cat requirements-verl.txt requirements-nodeps.txt | cmp -s - $(VERL_VENV)/.installed-requirements.txt || { \
+		$(VERL_PY) -m pip install -r requirements-verl.txt \
+		&& $(VERL_PY) -m pip install --no-deps -r requirements-nodeps.txt \
+		&& cat requirements-verl.txt requirements-nodeps.txt > $(VERL_VENV)/.installed-requirements.txt; }
+
 # Chromium for the browser tests: installed when missing and apt-get can (as root); otherwise say so.
 browser-deps:
 	@if command -v chromium >/dev/null 2>&1; then exit 0; \
@@ -71,7 +85,7 @@ browser-deps:
 run: deps
 	$(DEVSTACK)
 
-test: dev-deps browser-deps
+test: dev-deps browser-deps verl-deps
 	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) $(DEVSTACK) services -- $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 test-fast: dev-deps
