@@ -29,10 +29,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.trainer.test_envs import CALL, REPLY, WEATHER_TOOLS
-from tests.verl_env import run_in_verl
+from tests.verl_env import REPO, run_in_verl
 from trainer.config import validate_config
 from trainer.engines.base import GenerationOutput, GenerationRequest
 from trainer.metrics.step import tool_call_count
+from trainer.rewards import RewardState, score
 from trainer.rollout.multi_turn import RolloutSettings, rollout
 from trainer.trajectory import Example
 from trainer.verl.data import verl_rows
@@ -40,6 +41,7 @@ from trainer.verl.data import verl_rows
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 FENCE = "```"
+REWARD_FILE = REPO / "trainer" / "verl" / "reward.py"
 LOGPROB = -0.25
 # Marks verl's side's result lines among verl's own prints.
 RESULT = "RESULT "
@@ -107,6 +109,7 @@ from pathlib import Path
 import verl
 from hydra import compose, initialize_config_dir
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 from verl.protocol import DataProto
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 from verl.workers.rollout.replica import TokenOutput
@@ -138,6 +141,25 @@ class ScriptedServer:
         return TokenOutput(token_ids=ids, log_probs=logprobs, stop_reason="completed", extra_fields=extra)
 
 
+# A reward-loop worker called in this process, as the agent loop calls its Ray actor (`.remote`).
+class LocalHandle:
+
+    def __init__(self, worker):
+        self.compute_score = type("Method", (), {{"remote": staticmethod(worker.compute_score)}})
+
+
+async def generate(config, case, server):
+    # Rewards streamed from the agent loop, as main_ppo runs them without a reward model (ray_trainer.py:955-965);
+    # built on the running loop, which the reward manager keeps (reward_manager/base.py get_event_loop).
+    handle = LocalHandle(RewardLoopWorker(config))
+    worker = AgentLoopWorker(config, server, reward_loop_worker_handles=[handle])
+    server.tokenizer = worker.tokenizer
+    dataset = RLHFDataset(case["parquet"], worker.tokenizer, config.data)
+    batch = DataProto.from_single_dict(collate_fn([dataset[i] for i in range(len(dataset))]))
+    batch.meta_info = {{"global_steps": 4, "validate": False}}
+    return worker, await worker.generate_sequences(batch)
+
+
 job = json.load(sys.stdin)
 config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 work = Path(tempfile.mkdtemp())
@@ -156,15 +178,14 @@ for case in job["cases"]:
             "data.max_prompt_length=" + str(case["prompt_length"]),
             "data.max_response_length=" + str(case["response_length"]),
             "data.filter_overlong_prompts=false",
+            "reward.custom_reward_function.path=" + job["reward_file"],
+            "reward.custom_reward_function.name=compute_score",
+            "+reward.custom_reward_function.reward_kwargs.run_config=" + case["run_config"],
         ])
     server = ScriptedServer(None, [(prompt, turns) for prompt, turns in case["scripts"]])
-    worker = AgentLoopWorker(config, server)
-    server.tokenizer = worker.tokenizer
-    dataset = RLHFDataset(case["parquet"], worker.tokenizer, config.data)
-    batch = DataProto.from_single_dict(collate_fn([dataset[i] for i in range(len(dataset))]))
-    batch.meta_info = {{"global_steps": 4, "validate": False}}
-    out = asyncio.run(worker.generate_sequences(batch))
+    worker, out = asyncio.run(generate(config, case, server))
     samples = []
+    reward_keys = out.meta_info["reward_extra_keys"]
     prompt_width = out.batch["prompts"].shape[1]
     for i in range(len(out)):
         attention = out.batch["attention_mask"][i]
@@ -180,13 +201,27 @@ for case in job["cases"]:
             "logprobs": out.batch["rollout_log_probs"][i][:valid].tolist(),
             "text": worker.tokenizer.decode(out.batch["responses"][i][:valid].tolist(), skip_special_tokens=True),
             "fields": {{key: (value.item() if hasattr(value, "item") else value) for key, value in fields.items()}},
+            "reward": float(out.batch["rm_scores"][i].sum()),
+            "reward_extra_info": {{key: out.non_tensor_batch[key][i].item() for key in reward_keys}},
         }})
     print(RESULT + json.dumps({{"name": case["name"], "samples": samples, "stops": server.stops}}), flush=True)
 """
 
 
-def _case(tools: dict[str, Any], turns: list[str], *, question: str = "What is 6 times 7?", **data: Any) -> dict:
-    return {"tools": tools, "turns": turns, "question": question, "data": data}
+def _case(
+    tools: dict[str, Any],
+    turns: list[str],
+    *,
+    question: str = "What is 6 times 7?",
+    reward: dict[str, Any] | None = None,
+    truth: Any = "42",
+    **data: Any,
+) -> dict:
+    reward = reward or {"name": "torl", "params": {"exec_error_penalty": 0.5}}
+    return {"tools": tools, "turns": turns, "question": question, "reward": reward, "truth": truth, "data": data}
+
+
+OSLO_CALLS = [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
 
 
 CASES = {
@@ -216,19 +251,29 @@ CASES = {
             "<answer>\n\\boxed{1024}\n</answer>",
         ],
         question="What is 2 to the 10th?",
+        reward={"name": "retool"},
+        truth="1024",
     ),
     "artist": _case(
         {"protocol": "artist", "feedback": "tirlab", "max_tool_calls": 3},
         ["<think>Add them.</think>\n<python>\nprint(3 + 4)\n</python>", "<answer>\\boxed{7}</answer>"],
         question="What is 3 plus 4?",
+        reward={"name": "artist"},
+        truth="7",
     ),
     "function_calling": _case(
         {"protocol": "tool_call_json", "environment": "function_calling", "max_tool_calls": 2},
         [CALL, REPLY],
         question="What is the weather in Oslo?",
+        reward={"name": "toolrl"},
+        truth=OSLO_CALLS,
     ),
     "json_calls_scored_not_run": _case(
-        {"protocol": "tool_call_json", "environment": "none"}, [CALL], question="What is the weather in Oslo?"
+        {"protocol": "tool_call_json", "environment": "none"},
+        [CALL],
+        question="What is the weather in Oslo?",
+        reward={"name": "toolrl"},
+        truth=OSLO_CALLS,
     ),
 }
 CALL_TOOLS = {"function_calling", "json_calls_scored_not_run"}
@@ -240,16 +285,16 @@ def rolled(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     """Each case rolled out by tirlab's rollout here and by tirlab's agent loop in verl (one subprocess)."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     work = tmp_path_factory.mktemp("verl-agent-loop")
-    job: dict[str, Any] = {"model": str(model_dir), "cases": []}
+    job: dict[str, Any] = {"model": str(model_dir), "reward_file": str(REWARD_FILE), "cases": []}
     ours = {}
     for name, case in CASES.items():
         data = {"max_prompt_tokens": PROMPT_TOKENS, "max_response_tokens": 512, **case["data"]}
-        config = validate_config({"data": data, "tools": case["tools"]})
+        config = validate_config({"data": data, "tools": case["tools"], "reward": case["reward"]})
         run_config = work / f"{name}.json"
         run_config.write_text(json.dumps(config.model_dump(mode="json")))
         tools = WEATHER_TOOLS if name in CALL_TOOLS else None
         example = Example(
-            id="0", prompt=[{"role": "user", "content": case["question"]}], ground_truth="42", data_source="t",
+            id="0", prompt=[{"role": "user", "content": case["question"]}], ground_truth=case["truth"], data_source="t",
             tools=tools,
         )  # fmt: skip
         (row,) = verl_rows(config, [example], split="train", tokenizer=tokenizer)
@@ -258,7 +303,7 @@ def rolled(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
         prompt_ids = tokenizer.encode(row["extra_info"]["prompt_text"], add_special_tokens=False)[-PROMPT_TOKENS:]
         engine = ScriptedEngine(tokenizer, {tuple(prompt_ids): case["turns"]})
         result = rollout(engine, [prompt_ids], RolloutSettings.from_config(config), tools=[tools])
-        ours[name] = (prompt_ids, result.trajectories[0], engine.stops)
+        ours[name] = (prompt_ids, result.trajectories[0], engine.stops, config)
         job["cases"].append(
             {
                 "name": name,
@@ -281,7 +326,7 @@ def rolled(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 @pytest.mark.parametrize("name", CASES)
 def test_verl_rolls_out_the_same_response_as_tirlab(rolled: dict[str, Any], name: str) -> None:
-    prompt_ids, trajectory, _ = rolled["ours"][name]
+    prompt_ids, trajectory, _, _ = rolled["ours"][name]
     (sample,) = rolled["theirs"][name]["samples"]
     assert sample["prompt_ids"] == prompt_ids
     assert sample["response_ids"] == trajectory.response_ids
@@ -291,7 +336,7 @@ def test_verl_rolls_out_the_same_response_as_tirlab(rolled: dict[str, Any], name
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_response_mask_is_zero_exactly_on_tool_output(rolled: dict[str, Any], name: str) -> None:
-    _, trajectory, _ = rolled["ours"][name]
+    _, trajectory, _, _ = rolled["ours"][name]
     (sample,) = rolled["theirs"][name]["samples"]
     trained = CASES[name]["tools"].get("train_on_tool_output", False)
     assert sample["response_mask"] == [1 if trained or not tool else 0 for tool in trajectory.tool_mask]
@@ -302,7 +347,7 @@ def test_the_response_mask_is_zero_exactly_on_tool_output(rolled: dict[str, Any]
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_calls_and_their_outputs_reach_the_extra_fields(rolled: dict[str, Any], name: str) -> None:
-    _, trajectory, stops = rolled["ours"][name]
+    _, trajectory, stops, _ = rolled["ours"][name]
     line = rolled["theirs"][name]
     (sample,) = line["samples"]
     fields = sample["fields"]
@@ -340,7 +385,7 @@ def test_a_response_cut_at_verls_response_length_is_truncated(rolled: dict[str, 
 
 def test_the_torl_trajectory_beside_tirlabs(rolled: dict[str, Any]) -> None:
     """Printed for the record (pytest -s): one ToRL trajectory from verl and tirlab's for the same outputs."""
-    _, trajectory, _ = rolled["ours"]["torl"]
+    _, trajectory, _, _ = rolled["ours"]["torl"]
     (sample,) = rolled["theirs"]["torl"]["samples"]
     tokenizer = rolled["tokenizer"]
     print("\n=== verl (tirlab's agent loop): response; [tool] marks response_mask 0 ===")
@@ -358,3 +403,25 @@ def _marked(tokenizer: Any, ids: list[int], tool: list[int]) -> str:
             parts.append(f"[tool]{text}[/tool]" if tool[start] else text)
             start = end
     return "".join(parts)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_verl_streams_the_reward_tirlab_gives_the_response(rolled: dict[str, Any], name: str) -> None:
+    """verl's reward loop, fed by the agent loop (agent_loop.py:962-1030), scores with the adapter what
+    trainer.rewards scores for tirlab's completion: the extra fields reached the reward's extra_info."""
+    _, trajectory, _, config = rolled["ours"][name]
+    (sample,) = rolled["theirs"][name]["samples"]
+    expected = score(
+        config.reward.name, trajectory.completion, CASES[name]["truth"], params=config.reward.params, step=3,
+        state=RewardState(),
+    )  # fmt: skip
+    assert sample["reward"] == pytest.approx(expected.total)
+    info = sample["reward_extra_info"]
+    assert info["correct"] == int(expected.correct)
+    assert info["tool_calls"] == tool_call_count(trajectory.completion)
+    assert {key: info[key] for key in expected.components} == pytest.approx(expected.components)
+
+
+def test_the_torl_penalty_reads_the_failed_call_from_the_rollout(rolled: dict[str, Any]) -> None:
+    info = rolled["theirs"]["torl"]["samples"][0]["reward_extra_info"]
+    assert info["correct"] == 1 and info["exec_error_penalty"] == pytest.approx(-0.5) and info["tool_calls"] == 2
