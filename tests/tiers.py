@@ -2,6 +2,8 @@
 
 A test is in the fast tier (`make test-fast`) unless it is marked `e2e`, `browser` or `slow`:
 - every test under tests/e2e is `e2e` and every test under tests/browser is `browser`;
+- every test under tests/verl is `slow`: it runs verl's code in a subprocess of verl's own python
+  (tests/verl_env.py), which imports verl, torch and ray for seconds before anything is checked;
 - every test that uses the cold-started tiny model (the `tiny_model_cache` fixture) is `slow`;
 - any other test that starts a Ray instance, trains more than a few steps or otherwise takes more
   than a few seconds says so itself with `@pytest.mark.slow` (or `pytestmark`).
@@ -24,7 +26,7 @@ import pytest
 from tests.model_cache import FIXTURE as TINY_MODEL_FIXTURE
 
 TESTS = Path(__file__).resolve().parent
-DIRECTORY_MARKS = {"e2e": "e2e", "browser": "browser"}
+DIRECTORY_MARKS = {"e2e": "e2e", "browser": "browser", "verl": "slow"}
 # Heavier tiers first: e2e stacks, then long single tests, then module-wide browsers.
 _TIER_ORDER = ("e2e", "slow", "browser")
 

@@ -23,6 +23,7 @@ Only `main` imports verl.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -46,18 +47,36 @@ def _section_errors(config: Any) -> list[str]:
     # verl/workers/engine_workers.py:553,651,679 (the actor's is validate_config's, verl/utils/config.py:164);
     # the algorithm's AlgoConfig is what verl's advantage functions take (verl/trainer/ppo/core_algos.py:274).
     sections = ["algorithm", "actor_rollout_ref.rollout", "actor_rollout_ref.rollout.checkpoint_engine"]
-    if need_reference_policy(config):
-        sections.append("actor_rollout_ref.ref")
-    errors = []
+    nodes = {}
     for path in sections:
         node = config
         for part in path.split("."):
             node = node[part]
+        nodes[path] = node
+    if need_reference_policy(config):
+        nodes["actor_rollout_ref.ref"] = _reference_section(config)
+    errors = []
+    for path, node in nodes.items():
         try:
             omega_conf_to_dataclass(node)
         except Exception as exc:  # noqa: BLE001 - any failure of verl's dataclass is the answer
             errors.append(f"{path}: {type(exc).__name__}: {exc}")
     return errors
+
+
+def _reference_section(config: Any) -> Any:
+    """The reference's section as the worker builds its ActorConfig from it: the actor's mini-batch and the
+    log-prob settings renamed (verl/workers/engine_workers.py:544-553), on a copy."""
+    from omegaconf import open_dict
+
+    ref = copy.deepcopy(config.actor_rollout_ref.ref)
+    with open_dict(ref):
+        ref.ppo_mini_batch_size = config.actor_rollout_ref.actor.ppo_mini_batch_size
+        ref.ppo_micro_batch_size = ref.pop("log_prob_micro_batch_size", None)
+        ref.ppo_micro_batch_size_per_gpu = ref.pop("log_prob_micro_batch_size_per_gpu", None)
+        ref.use_dynamic_bsz = ref.pop("log_prob_use_dynamic_bsz", False)
+        ref.ppo_max_token_len_per_gpu = ref.pop("log_prob_max_token_len_per_gpu", None)
+    return ref
 
 
 def check(overrides: list[str], config_dir: str) -> list[str]:
