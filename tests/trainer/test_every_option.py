@@ -33,6 +33,7 @@ from trainer.loop.train import Trainer, run_training
 from trainer.report import client as report
 from trainer.rollout.multi_turn import RolloutResult, RolloutSettings, Trajectory
 from trainer.trajectory import Completion
+from trainer.verl.overrides import VerlPaths, verl_overrides
 
 FENCE = "```"
 
@@ -284,6 +285,26 @@ def after_sft(ctx: Context, overrides: dict) -> str:
     return loaded_model(ctx, merge_overrides(base, overrides))[0]
 
 
+def verl_overrides_of(ctx: Context, overrides: dict) -> list[str]:
+    """What verl's main_ppo is given for the run (trainer.verl.overrides): engine 'verl', a Hugging Face
+    model name (tirlab's own CPU models are refused there)."""
+    config = ctx.config(merge_overrides({"engine": "verl", "model": {"name_or_path": VERL_MODEL}}, overrides))
+    return verl_overrides(config, VERL_PATHS)
+
+
+VERL_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+VERL_PATHS = VerlPaths(
+    train_files="train.parquet",
+    val_files=None,
+    agent_loop_config="agent_loop.yaml",
+    run_config="run-config.json",
+    checkpoints="checkpoints",
+    rollout_data_dir="rollouts",
+    project="tirlab",
+    experiment="every-option",
+)
+
+
 # --- the checks ----------------------------------------------------------------------------------
 
 
@@ -430,6 +451,12 @@ CHECKS: dict[str, Check] = {
     ),
     "schedule.checkpoint_every": differs(run_outputs, "schedule.checkpoint_every", 0, 1),
     "schedule.heartbeat_s": differs(reporter_made, "schedule.heartbeat_s", 5.0, 1.0),
+    # The cluster is verl's (tirlab's own trainer refuses other values): 2 prompts x 5 samples split over it.
+    "cluster.nnodes": differs(verl_overrides_of, "cluster.nnodes", 1, 2),
+    "cluster.gpus_per_node": differs(verl_overrides_of, "cluster.gpus_per_node", 1, 2),
+    "cluster.tensor_parallel": differs(
+        verl_overrides_of, "cluster.tensor_parallel", 1, 2, cluster={"gpus_per_node": 2}
+    ),
 }
 
 
