@@ -219,6 +219,13 @@ RAY_ADDRESS = env_str("RAY_ADDRESS")
 # Interpreter of the trainer jobs; the default (this one) suits the local head. On another cluster,
 # the python on its nodes that has tirlab's requirements.
 RAY_PYTHON = env_str("TIRLAB_RAY_PYTHON", sys.executable)
+# The python of verl's environment (`make verl-deps` builds .venv-verl here): runs of engine 'verl' are its
+# jobs, and their configs are checked with verl's own code in it before they queue. On a cluster, the python
+# on its nodes that has requirements-verl.txt (docs/verl.md).
+VERL_PYTHON = env_str("TIRLAB_VERL_PYTHON", str(BASE_DIR / ".venv-verl" / "bin" / "python"))
+# A running verl run that has logged no metric for this long is flagged on its page: verl trains on without
+# MLflow when its tracking fails to start (verl/utils/tracking.py:129). A 7B step can take many minutes.
+VERL_SILENT_AFTER_S = env_int("TIRLAB_VERL_SILENT_AFTER_S", 1800, minimum=1)
 # Where launched trainers write (metrics files, checkpoints): a shared filesystem on a real cluster.
 RUNS_DIR = Path(env_str("TIRLAB_RUNS_DIR", str(VAR_DIR / "runs")))
 # Models the trainers build (the quickstart's cold start), shared by all runs.

@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from trainer.config import RunConfig
 from trainer.contract import RESPONSE_LENGTH_MEAN, TrajectoryIn, TurnIn
 from trainer.metrics.step import ScoredCompletion, step_metrics
 from trainer.protocols import get_protocol
-from trainer.report.client import jsonable
+from trainer.report.client import Reporter, jsonable
 from trainer.trajectory import Completion, RewardResult
 
 # The extra-info keys of trainer.verl.reward that are not reward components.
@@ -131,3 +132,20 @@ def new_steps(folder: Path, seen: set[int], *, final: bool = False) -> Iterable[
     for position, (step, path) in enumerate(steps):
         if step not in seen and (final or position < len(steps) - 1):
             yield step, path
+
+
+def publish_dumps(config: RunConfig, folder: Path, reporter: Reporter, seen: set[int], *, final: bool = False) -> None:
+    """Report the rollout dumps verl has finished writing in `folder` since the last call (steps in `seen`
+    are done): the step's per-sample metrics, and its first `rollout.trajectories_to_report` groups."""
+    for step, path in new_steps(folder, seen, final=final):
+        seen.add(step)
+        try:
+            samples = read_dump(path)
+        except (DumpError, json.JSONDecodeError) as exc:
+            reporter.log(f"step {step}: verl's rollout dump is not readable: {exc}", level="warning")
+            continue
+        protocol = config.tools.protocol
+        reporter.log_metrics(step, dump_metrics(samples, protocol=protocol))
+        groups = config.rollout.trajectories_to_report
+        if groups:
+            reporter.log_trajectories(dump_trajectories(samples, step=step, protocol=protocol, groups=groups))

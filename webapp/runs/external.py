@@ -91,5 +91,5 @@ def external_run_beat(*, run: Run) -> None:
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(heartbeat_at=now)
     run.heartbeat_at = now
-    if run.status == RunStatus.LOST:
+    if run.status == RunStatus.LOST and not run.managed:
         run_transition(run=run, status=RunStatus.RUNNING, reason="its trainer reports again")

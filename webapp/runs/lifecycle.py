@@ -24,10 +24,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from trainer.config import RunConfig
 from webapp.core.tokens import hash_secret, new_secret
-from webapp.runs import ray_jobs
+from webapp.runs import ray_jobs, verl_runs
 from webapp.runs.models import RUN_TOKEN_PREFIX, Run, RunStatus
 from webapp.runs.transitions import IllegalTransition, run_log, run_transition
+from webapp.runs.verl_runs import is_verl_run
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +85,26 @@ def _launch_next() -> Run | None:
         run.ray_job_id = job_id
         run.submitted_at = timezone.now()
         run.save(update_fields=["token_hash", "ray_job_id", "submitted_at"])
-        entrypoint = ray_jobs.trainer_entrypoint(
-            config_path=str(config_path),
-            out_dir=str(folder),
-            report_url=f"{settings.PUBLIC_URL}/api/v1/runs/{run.pk}/ingest",
-            resume=run.resume_from,
-        )
+        report_url = f"{settings.PUBLIC_URL}/api/v1/runs/{run.pk}/ingest"
         env = {"TIRLAB_RUN_TOKEN": token, "TIRLAB_MODEL_CACHE": str(settings.MODEL_CACHE)}
+        if is_verl_run(run):
+            # The cluster may have changed since the run was created: refused now, nothing is submitted.
+            shortfall = _verl_shortfall(run)
+            if shortfall:
+                run_transition(run=run, status=RunStatus.FAILED, error=f"not submitted: this run {shortfall}")
+                return run
+            entrypoint = verl_runs.job_entrypoint(
+                config_path=str(config_path),
+                out_dir=str(folder),
+                name=run.name,
+                report_url=report_url,
+                resume=run.resume_from,
+            )
+            env |= verl_runs.job_env(run, token)
+        else:
+            entrypoint = ray_jobs.trainer_entrypoint(
+                config_path=str(config_path), out_dir=str(folder), report_url=report_url, resume=run.resume_from
+            )
         try:
             # Inside the transaction: if Ray is unreachable nothing changes and the run stays queued.
             ray_jobs.submit(job_id=job_id, entrypoint=entrypoint, env=env, metadata={"tirlab_run": str(run.pk)})
@@ -98,6 +113,13 @@ def _launch_next() -> Run | None:
             return run
         run_transition(run=run, status=RunStatus.STARTING, reason=f"submitted as Ray job {job_id}")
         return run
+
+
+def _verl_shortfall(run: Run) -> str:
+    try:
+        return verl_runs.gpu_shortfall(RunConfig.model_validate(run.config), verl_runs.cluster_gpus())
+    except verl_runs.ClusterUnreachable as exc:
+        raise ray_jobs.RayUnavailable(str(exc)) from exc
 
 
 def stop_job(run: Run) -> None:

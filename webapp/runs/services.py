@@ -26,6 +26,7 @@ from webapp.runs.events import publish_run_events
 from webapp.runs.models import ACTIVE_STATUSES, RUN_TOKEN_PREFIX, Experiment, Run, RunStatus
 from webapp.runs.tasks import launch_queued_runs, stop_run_job
 from webapp.runs.transitions import run_log, run_transition
+from webapp.runs.verl_runs import check_verl_config
 
 NAME_MAX = Run._meta.get_field("name").max_length
 TAG_MAX = Run._meta.get_field("tags").base_field.max_length
@@ -171,6 +172,9 @@ def run_create(
         raise ConfigError(errors | exc.errors) from None
     if errors:
         raise ConfigError(errors)
+    if snapshot["engine"] == "verl":
+        # Refused now, by field, rather than as a failed job: tirlab's translation, the cluster's GPUs, verl's check.
+        check_verl_config(snapshot, managed=managed)
     token = "" if managed else new_secret(RUN_TOKEN_PREFIX)
     run = Run.objects.create(
         name=name.strip(),

@@ -1,8 +1,9 @@
 """Who an MLflow request comes from, and whether they may send another one now.
 
 The client sends `Authorization: Bearer <token>` when MLFLOW_TRACKING_TOKEN is set (a tirlab API token,
-tlp_…) and HTTP Basic when MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD are (a tirlab user's
-login). Nothing else is taken: no session cookie, so no page can make a browser write here.
+tlp_…, or in a verl run tirlab launched, that run's own token, tlr_…, good for that run only) and HTTP
+Basic when MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD are (a tirlab user's login). Nothing else
+is taken: no session cookie, so no page can make a browser write here.
 
 Checking a password costs a deliberate ~0.3 s of hashing, and a training loop logs every few seconds,
 so a username/password that checked out is remembered for PASSWORD_CACHE_S, keyed by a hash of both
@@ -27,7 +28,9 @@ from django.http import HttpRequest
 from webapp.accounts.models import API_TOKEN_PREFIX
 from webapp.accounts.services import api_token_user
 from webapp.core.ratelimit import Limit, consume
-from webapp.core.tokens import bearer_token
+from webapp.core.tokens import bearer_token, hash_secret
+from webapp.runs.models import ACTIVE_STATUSES, RUN_TOKEN_PREFIX, Run
+from webapp.runs.verl_runs import is_verl_run
 from webapp.tracking.errors import MlflowError
 
 PASSWORD_CACHE_S = 300
@@ -38,6 +41,8 @@ _WWW_AUTHENTICATE = {"WWW-Authenticate": 'Basic realm="tirlab MLflow API"'}
 class Caller:
     user: object  # the Django user
     bucket: str  # the rate-limit bucket of the credential
+    # A run token's caller: verl's tracking in a run tirlab launched, which may read and write that run only.
+    run_id: int | None = None
 
 
 class _PasswordCache:
@@ -80,11 +85,22 @@ def _basic_user(encoded: str):
     return user
 
 
+def _run_token_caller(secret: str) -> Caller:
+    """The run token tirlab gave a verl run it launched (MLFLOW_TRACKING_TOKEN in its job): it stands for
+    the run's owner, for that run alone, while the run is active."""
+    run = Run.objects.select_related("owner").filter(token_hash=hash_secret(secret)).first()
+    if run is None or not is_verl_run(run) or run.status not in ACTIVE_STATUSES:
+        raise _unauthenticated("Invalid run token, or its run has ended (MLFLOW_TRACKING_TOKEN).")
+    return Caller(run.owner, f"mlflow:run:{run.pk}", run_id=run.pk)
+
+
 def authenticated_caller(request: HttpRequest) -> Caller:
     """The caller of an MLflow request; raises UNAUTHENTICATED (401) without valid credentials."""
     header = request.META.get("HTTP_AUTHORIZATION", "")
     secret = bearer_token(header)
     if secret is not None:
+        if secret.startswith(f"{RUN_TOKEN_PREFIX}_"):
+            return _run_token_caller(secret)
         if not secret.startswith(f"{API_TOKEN_PREFIX}_"):
             raise _unauthenticated(f"Not a tirlab API token: MLFLOW_TRACKING_TOKEN takes a {API_TOKEN_PREFIX}_… token.")
         found = api_token_user(secret=secret)

@@ -100,7 +100,8 @@ def param_text(value: Any) -> str:
 
 
 def run_params(run: Run) -> dict[str, str]:
-    """An MLflow run's params as logged; a tirlab run's config, one param per leaf, dotted paths."""
+    """An MLflow run's params as logged; a tirlab run's config, one param per leaf, dotted paths (and for a
+    verl run tirlab launched, what verl logged besides)."""
     if run.source == "mlflow":
         return {key: param_text(value) for key, value in run.config.items()}
     flat: dict[str, str] = {}
@@ -113,6 +114,9 @@ def run_params(run: Run) -> dict[str, str]:
                 flat[f"{prefix}{key}"] = param_text(value)
 
     walk(run.config, "")
+    if _has(run, "mlflow"):
+        # A verl run's own params, as verl logged them (keys with '/', never a tirlab config path).
+        flat.update({key: param_text(value) for key, value in run.mlflow.params.items()})
     return flat
 
 

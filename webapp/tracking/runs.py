@@ -21,9 +21,10 @@ from trainer.config import ConfigError
 from trainer.contract import is_metric_key
 from webapp.runs.events import publish_run_events
 from webapp.runs.external import ParamsChanged, external_run_add_params, external_run_beat, external_run_create
-from webapp.runs.models import Run
+from webapp.runs.models import Run, RunStatus
 from webapp.runs.services import run_update, runs_set_archived
 from webapp.runs.transitions import run_log, run_transition
+from webapp.runs.verl_runs import is_verl_run
 from webapp.tracking.entities import FROM_MLFLOW_STATUS, TO_MLFLOW_STATUS
 from webapp.tracking.errors import MlflowError, invalid, not_found, refused
 from webapp.tracking.experiments import experiment_by_id
@@ -75,6 +76,10 @@ def writable_run(user, run_id: str) -> Run:
         raise not_found(f"Run with id={run_id} not found")
     if run.owner_id != user.pk:
         raise MlflowError("PERMISSION_DENIED", f"Permission denied: run {run_id} belongs to another user.")
+    if is_verl_run(run):
+        # verl's tracking in a run tirlab launched (MLFLOW_RUN_ID): what it logs is the run's own.
+        MlflowRun.objects.get_or_create(run=run)
+        return run
     if run.source != "mlflow":
         raise MlflowError(
             "PERMISSION_DENIED",
@@ -156,7 +161,13 @@ def update_run(user, run_id: str, *, status: str | None, end_time: int | None, r
         run = writable_run(user, run_id)
         if run_name:
             rename(run, run_name)
-        if status is not None and status != "SCHEDULED":
+        if run.managed and status is not None:
+            # A launched run's status is its launcher's (trainer.verl.launch knows how verl's process ended).
+            if status == "RUNNING" and run.status == RunStatus.STARTING:
+                run_transition(run=run, status=RunStatus.RUNNING, reason="verl's MLflow tracking started")
+            elif status != "RUNNING":
+                run_log(run=run, message=f"verl's MLflow tracking ended its run ({status}); the launcher reports how")
+        elif status is not None and status != "SCHEDULED":
             target = FROM_MLFLOW_STATUS[status]
             if target != run.status:
                 run_transition(run=run, status=target, end_time=_moment(end_time))
@@ -217,7 +228,10 @@ def log_batch(
     with transaction.atomic():
         run = writable_run(user, run_id)
         try:
-            external_run_add_params(run=run, params=new_params)
+            if run.managed:
+                launched_run_add_params(run=run, params=new_params)
+            else:
+                external_run_add_params(run=run, params=new_params)
         except ParamsChanged as exc:
             raise _params_changed(run, exc) from None
         events: list[tuple[str, dict[str, Any]]] = []
@@ -229,6 +243,18 @@ def log_batch(
             run_log(run=run, message=note, level="warning")
         publish_run_events(run, events, list_event="run.updated" if parsed else None)
         external_run_beat(run=run)
+
+
+def launched_run_add_params(*, run: Run, params: dict[str, str]) -> None:
+    """Params verl logs in a run tirlab launched: kept beside the run's config (its tirlab config, which
+    they never change), write-once as MLflow keeps params. The caller holds the run's row lock."""
+    row = MlflowRun.objects.select_for_update().get(run=run)
+    changed = {key: (row.params[key], value) for key, value in params.items() if row.params.get(key, value) != value}
+    if changed:
+        raise ParamsChanged(changed)
+    if any(key not in row.params for key in params):
+        row.params = {**row.params, **params}
+        row.save(update_fields=["params"])
 
 
 def _params_in_order(items: list[Mapping[str, Any]]) -> dict[str, str]:

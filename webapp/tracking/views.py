@@ -263,13 +263,47 @@ def _not_offered(request: HttpRequest, version: str, endpoint: str) -> HttpRespo
     return MlflowError("ENDPOINT_NOT_FOUND", message).response()
 
 
+# What a run token (a verl run tirlab launched) may call, each on its own run only: verl's tracking
+# resumes the run (MLFLOW_RUN_ID), logs params and metrics, and ends it.
+RUN_TOKEN_ENDPOINTS = frozenset(
+    {
+        ("GET", "runs/get"),
+        ("POST", "runs/update"),
+        ("POST", "runs/log-batch"),
+        ("POST", "runs/log-metric"),
+        ("POST", "runs/log-parameter"),
+        ("POST", "runs/set-tag"),
+        ("GET", "metrics/get-history"),
+    }
+)
+
+
+def _check_scope(caller: Caller, run_id: Callable[[], str], allowed: bool = True) -> None:
+    if caller.run_id is not None and (not allowed or run_id() != str(caller.run_id)):
+        raise MlflowError(
+            "PERMISSION_DENIED",
+            f"A run token reads and writes its own run ({caller.run_id}) only: runs/get, runs/update, log-batch "
+            "and its artifacts.",
+        )
+
+
 @csrf_exempt
 def api(request: HttpRequest, endpoint: str) -> HttpResponse:
     endpoint = endpoint.strip("/")
     handler = ENDPOINTS.get((request.method, endpoint))
     if handler is None:
         return _not_offered(request, "2.0", endpoint)
-    return _answer(request, lambda caller: JsonResponse(handler(caller, request_fields(request), request)))
+
+    def work(caller: Caller) -> HttpResponse:
+        fields = request_fields(request)
+        _check_scope(
+            caller,
+            lambda: fields.first_string("run_id", "run_uuid", required=False),
+            (request.method, endpoint) in RUN_TOKEN_ENDPOINTS,
+        )
+        return JsonResponse(handler(caller, fields, request))
+
+    return _answer(request, work)
 
 
 @csrf_exempt
@@ -278,11 +312,18 @@ def api_v3(request: HttpRequest, endpoint: str) -> HttpResponse:
     return _not_offered(request, "3.0", endpoint.strip("/"))
 
 
+def _artifact_run_id(path: str) -> str:
+    """The run id of `<experiment id>/<run id>/artifacts/<path>`, '' when there is none."""
+    parts = path.strip("/").split("/")
+    return parts[1] if len(parts) > 1 else ""
+
+
 @csrf_exempt
 def artifact(request: HttpRequest, path: str = "") -> HttpResponse:
     """The artifact proxy: PUT stores, GET downloads (or lists, with ?path=), DELETE removes."""
 
     def work(caller: Caller) -> HttpResponse:
+        _check_scope(caller, lambda: _artifact_run_id(path or request.GET.get("path", "")))
         if request.method == "GET" and not path:
             return JsonResponse({"files": artifacts.list_artifacts(caller.user, request.GET.get("path", ""))})
         if request.method == "GET":

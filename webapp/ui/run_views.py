@@ -15,11 +15,13 @@ from trainer.config import ConfigError
 from trainer.contract import SFT_METRIC_PREFIX
 from trainer.protocols import headline_metrics
 from webapp.runs.events import run_timings
+from webapp.runs.lifecycle import run_dir
 from webapp.runs.metric_store import run_first_step_time, run_metric_singles
 from webapp.runs.models import ACTIVE_STATUSES, Run, RunStatus
 from webapp.runs.selectors import queue_positions
 from webapp.runs.services import run_cancel, run_fork, run_resume
 from webapp.runs.transitions import IllegalTransition
+from webapp.runs.verl_runs import is_verl_run, run_launch_script, verl_view
 from webapp.ui.config_table import config_rows
 from webapp.ui.external_runs import config_protocol, external_headline, is_external, params_tree
 
@@ -100,12 +102,28 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         # tirlab neither stops nor restarts a run another trainer logs: its process is not tirlab's.
         "can_cancel": run.status in ACTIVE_STATUSES and not external,
         "can_resume": run.is_finished and bool(run.checkpoint_path) and not external,
+        # A verl run: verl's command with every override, the launch script, and whether verl has gone quiet.
+        "verl": verl_view(run, out_dir=str(run_dir(run))) if is_verl_run(run) else None,
         "fork": fork or {"name": f"{run.name} (fork)", "overrides": "{\n  \n}", "errors": []},
         "page": page,
     }
     # The server's clock as it answers, which the page counts Duration by.
     page["now"] = timezone.now().isoformat()
     return render(request, "ui/run_detail.html", context, status=status)
+
+
+@login_required
+@require_GET
+def run_verl_script(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A verl run as a bash script for a cluster tirlab does not manage (trainer.verl.command.launch_script)."""
+    run = visible_run(request, run_id)
+    if not is_verl_run(run):
+        return HttpResponse(
+            "This run's engine is not verl: it has no verl launch script.\n", status=404, content_type="text/plain"
+        )
+    response = HttpResponse(run_launch_script(run), content_type="text/x-shellscript; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="tirlab-run-{run.pk}-verl.sh"'
+    return response
 
 
 @login_required

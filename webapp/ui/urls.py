@@ -40,5 +40,6 @@ urlpatterns += [
     path("runs/<int:run_id>/cancel", run_views.run_cancel_view, name="run-cancel"),
     path("runs/<int:run_id>/resume", run_views.run_resume_view, name="run-resume"),
     path("runs/<int:run_id>/fork", run_views.run_fork_view, name="run-fork"),
+    path("runs/<int:run_id>/verl-launch.sh", run_views.run_verl_script, name="run-verl-script"),
     path("compare/", compare_views.compare, name="compare"),
 ]
