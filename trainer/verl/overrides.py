@@ -83,7 +83,7 @@ def _via(part: str) -> Entry:
 
 AGENT_LOOP_READS = "tirlab's agent loop reads it from the run config (trainer/verl/agent_loop.py)"
 REWARD_READS = "tirlab's reward adapter reads it from the run config (trainer/verl/reward.py)"
-DATA_WRITES = "tirlab's data writer renders/loads the rows with it (trainer/verl/data.py)"
+DATA_WRITER = "tirlab's data writer (trainer/verl/data.py)"
 ARO = "actor_rollout_ref"
 
 # field -> the verl keys it sets (cited to verl's composed config) or the tirlab part that reads it.
@@ -107,12 +107,15 @@ FIELDS: dict[str, Entry] = {
         "_generated:37,51 actor weights and compute, :245,259 the reference's, :304 the rollout's",
     ),
     "model.device": Entry((), "'auto' and 'cuda' are verl's GPUs (_generated:978 trainer.device: cuda)"),
-    "data.train_dataset": Entry(("data.train_files",), f"_generated:498; the file {DATA_WRITES}"),
+    "data.train_dataset": Entry(
+        ("data.train_files",), f"_generated:498: the parquet file {DATA_WRITER} writes from it with tirlab's loader"
+    ),
     "data.val_dataset": Entry(
         ("data.val_files",),
-        f"_generated:499; the file {DATA_WRITES}; without one verl is given the train file and never validates",
+        f"_generated:499: the parquet file {DATA_WRITER} writes from it; without one verl is given the train "
+        "file and never validates",
     ),
-    "data.prompt_template": _via(DATA_WRITES + ": extra_info.prompt_text, which the agent loop continues"),
+    "data.prompt_template": _via(f"{DATA_WRITER} renders each row's prompt with it, which the agent loop continues"),
     "data.max_prompt_tokens": Entry(
         ("data.max_prompt_length",),
         "_generated:504; rollout.prompt_length follows it (_generated:302); the agent loop keeps a prompt's last "
@@ -120,8 +123,8 @@ FIELDS: dict[str, Entry] = {
     ),
     "data.overlong_prompts": Entry(
         ("data.filter_overlong_prompts",),
-        "_generated:521 set false: 'drop' is done by " + DATA_WRITES + " with tirlab's own length rule, 'truncate' "
-        "by the agent loop (the prompt's last tokens)",
+        f"_generated:521 set false: 'drop' drops the rows in {DATA_WRITER} by tirlab's own length rule, "
+        "'truncate' keeps a prompt's last tokens in the agent loop",
     ),
     "data.max_response_tokens": Entry(
         ("data.max_response_length",), "_generated:505; rollout.response_length follows it (_generated:303)"
