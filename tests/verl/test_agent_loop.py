@@ -108,6 +108,7 @@ from pathlib import Path
 
 import verl
 from hydra import compose, initialize_config_dir
+from hydra.errors import InstantiationException
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 from verl.protocol import DataProto
@@ -183,7 +184,11 @@ for case in job["cases"]:
             "+reward.custom_reward_function.reward_kwargs.run_config=" + case["run_config"],
         ])
     server = ScriptedServer(None, [(prompt, turns) for prompt, turns in case["scripts"]])
-    worker, out = asyncio.run(generate(config, case, server))
+    try:
+        worker, out = asyncio.run(generate(config, case, server))
+    except InstantiationException as exc:  # hydra's, around the agent loop's ValueError
+        print(RESULT + json.dumps({{"name": case["name"], "error": str(exc)}}), flush=True)
+        continue
     samples = []
     reward_keys = out.meta_info["reward_extra_keys"]
     prompt_width = out.batch["prompts"].shape[1]
@@ -314,6 +319,8 @@ def rolled(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
                 "scripts": [[prompt_ids, case["turns"]]],
             }
         )
+    # The same run with verl's response_length not the run's max_response_tokens.
+    job["cases"].append({**job["cases"][0], "name": "length_mismatch", "response_length": 256})
     script = VERL_SIDE.format(
         scripted_generation=textwrap.dedent(inspect.getsource(scripted_generation)), logprob=LOGPROB, result=RESULT
     )
@@ -425,3 +432,8 @@ def test_verl_streams_the_reward_tirlab_gives_the_response(rolled: dict[str, Any
 def test_the_torl_penalty_reads_the_failed_call_from_the_rollout(rolled: dict[str, Any]) -> None:
     info = rolled["theirs"]["torl"]["samples"][0]["reward_extra_info"]
     assert info["correct"] == 1 and info["exec_error_penalty"] == pytest.approx(-0.5) and info["tool_calls"] == 2
+
+
+def test_verl_lengths_other_than_the_runs_are_refused(rolled: dict[str, Any]) -> None:
+    error = rolled["theirs"]["length_mismatch"]["error"]
+    assert "data.max_response_tokens is 512 but verl's actor_rollout_ref.rollout.response_length is 256" in error

@@ -87,8 +87,8 @@ class TirlabAgentLoop(AgentLoopBase):
         prompt_ids = self.tokenizer.encode(extra_info["prompt_text"], add_special_tokens=False)
         prompt_ids = prompt_ids[-self.max_prompt_tokens :]
         server = _ServerTurns(self.server_manager, self.tokenizer, sampling_params)
-        # verl's sampling parameters (rollout or validation temperature, top_p) are the server's; the
-        # settings' are not read by run_trajectory's `generate`, which is verl's.
+        # Sampling follows verl's parameters (its rollout's or its validation's temperature and top_p): the
+        # settings' reach only the requests, whose sampling fields _ServerTurns does not read.
         trajectory = await run_trajectory(prompt_ids, server.generate, self.tokenizer, self.settings, tools=tools)
         return self._output(prompt_ids, trajectory, server)
 
