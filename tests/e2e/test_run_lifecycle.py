@@ -247,3 +247,40 @@ def test_launch_from_the_form_and_watch_the_charts_gain_points_live(stack: Stack
             page.screenshot(path=str(Path(shots) / "run_page_live.png"))
         browser.close()
     assert stack.run(run_id)["status"] == "succeeded"
+
+
+def test_a_verl_run_on_a_head_without_gpus_is_refused_from_the_form_before_anything_is_submitted(stack: Stack) -> None:
+    """Engine 'verl' with the torl preset on 1 x 8 GPUs, launched from the form: the local head has no GPU,
+    so the form comes back with the cluster's answer, and no run, Ray job or process is left behind."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+    from ray.job_submission import JobSubmissionClient
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
+    runs_before = stack.api("GET", "/api/v1/runs/").json()["count"]
+    jobs_before = len(JobSubmissionClient(stack.ray_address).list_jobs())
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(30_000)
+        page.goto(stack.url("/accounts/login/?next=/runs/new/%3Fpreset%3Dtorl"))
+        page.fill("input[name=username]", "e2e")
+        page.fill("input[name=password]", stack.password)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#launch")
+        page.select_option("[name='config.engine']", "verl")
+        page.fill("[name='config.cluster.gpus_per_node']", "8")
+        with page.expect_navigation():
+            page.click("#launch")
+        assert page.locator("#form-errors").is_visible()
+        message = page.locator(".field[data-path='cluster.gpus_per_node'] .field-error").inner_text()
+        browser.close()
+    assert f"needs 8 GPUs (1 node x 8 GPU); the cluster at {stack.ray_address} has 0" in message, message
+    assert stack.api("GET", "/api/v1/runs/").json()["count"] == runs_before
+    assert len(JobSubmissionClient(stack.ray_address).list_jobs()) == jobs_before
+    assert not stack.trainer_processes()

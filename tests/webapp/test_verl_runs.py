@@ -90,6 +90,8 @@ def test_the_launch_script_is_bash_with_the_config_inline_and_every_override(ver
     assert '"actor_rollout_ref.rollout.n=16"' in script
     # Bash expands $OUT inside the double quotes; hydra reads the single-quoted path as one string.
     assert """ "data.train_files='$OUT/verl/train.parquet'" """.strip() in script
+    # The reward adapter is the cluster's checkout's, not this machine's.
+    assert """ "reward.custom_reward_function.path='$TIRLAB_HOME/trainer/verl/reward.py'" """.strip() in script
 
 
 def test_a_run_of_tirlabs_own_trainer_has_no_launch_script(make_run, owner) -> None:

@@ -16,17 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config import RunConfig
-from trainer.verl.overrides import VerlPaths, verl_overrides
+from trainer.verl.overrides import REWARD_FUNCTION, VerlPaths, verl_overrides
 
 MAIN_PPO = ("-m", "verl.trainer.main_ppo")
-# The script's out directory, a shell variable; every path of the overrides lies under it.
+# The script's shell variables: its out directory, under which every path of the overrides lies, and the
+# tirlab checkout on the cluster (the reward adapter's file is there).
 SCRIPT_OUT = "$OUT"
+SCRIPT_HOME = "$TIRLAB_HOME"
 _CHECKPOINT = re.compile(r"^global_step_(\d+)$")
 
 
-def run_paths(config: RunConfig, *, out_dir: str, config_path: str, name: str) -> VerlPaths:
+def run_paths(
+    config: RunConfig, *, out_dir: str, config_path: str, name: str, reward_function: str = REWARD_FUNCTION
+) -> VerlPaths:
     """Where a run's verl files are, under its out directory."""
     return VerlPaths(
+        reward_function=reward_function,
         train_files=f"{out_dir}/verl/train.parquet",
         val_files=f"{out_dir}/verl/val.parquet" if config.data.val_dataset else None,
         agent_loop_config=f"{out_dir}/verl/agent_loop.yaml",
@@ -61,16 +66,24 @@ def latest_checkpoint(folder: Path) -> Path | None:
 
 
 def _double_quoted(text: str) -> str:
-    """`text` in bash double quotes, with `$OUT` left to expand and nothing else."""
+    """`text` in bash double quotes, with `$OUT` and `$TIRLAB_HOME` left to expand and nothing else."""
     escaped = re.sub(r'(["\\`$])', r"\\\1", text)
-    return '"' + escaped.replace("\\" + SCRIPT_OUT, SCRIPT_OUT) + '"'
+    for variable in (SCRIPT_OUT, SCRIPT_HOME):
+        escaped = escaped.replace("\\" + variable, variable)
+    return '"' + escaped + '"'
 
 
 def launch_script(config: dict[str, Any], *, name: str) -> str:
     """A self-contained bash script that trains the run on a Ray cluster with verl: the run's config
     inline, verl's data written from it by tirlab's own code, then verl's command with every override."""
     run_config = RunConfig.model_validate(config)
-    paths = run_paths(run_config, out_dir=SCRIPT_OUT, config_path=f"{SCRIPT_OUT}/run-config.json", name=name)
+    paths = run_paths(
+        run_config,
+        out_dir=SCRIPT_OUT,
+        config_path=f"{SCRIPT_OUT}/run-config.json",
+        name=name,
+        reward_function=f"{SCRIPT_HOME}/trainer/verl/reward.py",
+    )
     argv = main_ppo_argv(run_config, paths)
     shape = run_config.cluster
     datasets = [value for value in (run_config.data.train_dataset, run_config.data.val_dataset) if value]

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from trainer.config import TINY_MODELS, ConfigError, FilterConfig, RunConfig
+from trainer.config import TINY_MODELS, ConfigError, FilterConfig, RewardSpec, RunConfig
 
 # Where verl's composed defaults live; every line cited as _generated:<line> is in it.
 VERL_CONFIG = "verl/trainer/config/_generated_ppo_trainer.yaml"
@@ -249,16 +249,21 @@ def _n_gpus(config: RunConfig) -> int:
     return config.cluster.nnodes * config.cluster.gpus_per_node
 
 
-def _group_reward(config: RunConfig) -> bool:
-    # The reward adapter's own rule (trainer.verl.reward.check_per_sample), imported here only when asked:
-    # that module loads transformers, which the dashboard's import of this one should not.
-    from trainer.verl.reward import check_per_sample
+# Rewards whose score of a completion depends on the other completions of its group: verl scores each
+# sample alone (trainer.verl.reward refuses them too).
+GROUP_REWARDS = frozenset({"otc_grpo"})
 
-    try:
-        check_per_sample(config.reward)
-    except ValueError:
-        return True
-    return False
+
+def group_rewards_in(reward: RewardSpec) -> list[str]:
+    """The group rewards a reward spec uses, alone or as a term of 'weighted'."""
+    names = {reward.name}
+    if reward.name == "weighted":
+        names |= {term["name"] for term in reward.params["terms"]}
+    return sorted(names & GROUP_REWARDS)
+
+
+def _group_reward(config: RunConfig) -> bool:
+    return bool(group_rewards_in(config.reward))
 
 
 def _mini_batch_split(config: RunConfig) -> bool:

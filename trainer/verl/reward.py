@@ -39,14 +39,13 @@ from trainer.metrics.step import tool_call_count
 from trainer.rewards import RewardState, score
 from trainer.trajectory import Completion, ToolExecution
 from trainer.verl.data import load_run_config
+from trainer.verl.overrides import group_rewards_in
 
 # The agent loop's extra fields this adapter reads (trainer.verl.agent_loop writes them).
 TEXT_FIELD = "tirlab_text"
 EXECUTIONS_FIELD = "tirlab_executions"
 TRUNCATED_FIELD = "tirlab_truncated"
 RESPONSE_TOKENS_FIELD = "tirlab_response_tokens"
-# Rewards whose score of a completion depends on the other completions of its group.
-GROUP_REWARDS = frozenset({"otc_grpo"})
 # Keys of the result besides the reward's components.
 RESULT_KEYS = ("score", "acc", "correct", "tool_calls")
 
@@ -84,10 +83,7 @@ def compute_score(
 
 def check_per_sample(reward: RewardSpec) -> None:
     """Refuse a reward that compares a group's completions (alone or as a term of 'weighted')."""
-    names = {reward.name}
-    if reward.name == "weighted":
-        names |= {term["name"] for term in reward.params["terms"]}
-    grouped = sorted(names & GROUP_REWARDS)
+    grouped = group_rewards_in(reward)
     if grouped:
         raise ValueError(
             f"reward.name: {', '.join(grouped)} compares the completions of a GRPO group, and verl scores "
