@@ -17,12 +17,14 @@ from tests.trainer._learning import run_preset, window
 
 @pytest.mark.timeout(1800)
 def test_zero_rl_finds_the_tool_and_two_calls_beat_none_on_hard_problems(tiny_model_cache, tmp_path):
-    values = run_preset("zerotir-mini", tmp_path / "cap2", tiny_model_cache)
-    assert len(values) == 20
-    start, end = slice(0, 2), slice(-5, None)
+    # The preset's first 12 of its 20 steps (a constant learning rate: they are the whole run's): the tool is
+    # the rule by step 10, and the capped run below is compared over the same steps.
+    values = run_preset("zerotir-mini", tmp_path / "cap2", tiny_model_cache, max_steps=12)
+    assert len(values) == 12
+    start, end = slice(0, 2), slice(7, 12)
     # The base model rarely writes code (measured 0.03-0.04 over steps 0-1) ...
     assert window(values, "tool_call_ratio", start) < 0.12
-    # ... and RL alone makes it the rule (measured 0.99 over steps 15-19), on hard problems first.
+    # ... and RL alone makes it the rule (measured 0.90 over steps 7-11 with seeds 0 and 1), on hard problems first.
     assert window(values, "tool_call_ratio", end) > 0.7
     hard = "train/hard/accuracy"
     assert window(values, hard, start) < 0.15
@@ -36,8 +38,7 @@ def test_zero_rl_finds_the_tool_and_two_calls_beat_none_on_hard_problems(tiny_mo
         tiny_model_cache,
         overrides={"tools": {"max_tool_calls": 0}, "schedule": {"max_steps": 12}},
     )
-    same_steps = slice(7, 12)
-    assert window(capped, hard, same_steps) < window(values, hard, same_steps) - 0.4
+    assert window(capped, hard, end) < window(values, hard, end) - 0.4
 
     # ZeroTIR's filter acts: groups all wrong (no code yet) or all right (solved) are left out, and
     # each filter reports its drops.
@@ -48,7 +49,7 @@ def test_zero_rl_finds_the_tool_and_two_calls_beat_none_on_hard_problems(tiny_mo
 
     # What it learned is ZeroTIR's shape: code inside <think>, run, and the output's value in <answer>.
     trajectories = [json.loads(line) for line in (tmp_path / "cap2" / "trajectories.jsonl").read_text().splitlines()]
-    solved = [t for t in trajectories if t["step"] >= 15 and t["correct"] and t["tool_call_count"]]
+    solved = [t for t in trajectories if t["step"] >= 7 and t["correct"] and t["tool_call_count"]]
     assert solved
     turns = [turn["text"] for turn in solved[-1]["turns"]]
     assert turns[0].startswith("<think>```python\n") and turns[-1].startswith("</think>\n<answer>\\boxed{")
