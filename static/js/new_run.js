@@ -20,6 +20,16 @@
 
   applyButton.hidden = true; // the select applies at once
 
+  // A GPU preset warns that this machine lacks vLLM and a GPU, unless engine 'verl' trains it on the Ray
+  // cluster's GPUs (checked when the run is launched, docs/verl.md).
+  const engineSelect = form.elements.namedItem("config.engine");
+  function updateGpuWarnings() {
+    const option = select.options[select.selectedIndex];
+    const needsGpu = Boolean(option && option.dataset.gpu) && !(engineSelect && engineSelect.value === "verl");
+    gpuWarnings.forEach(function (warning) { warning.hidden = !needsGpu; });
+  }
+  if (engineSelect) engineSelect.addEventListener("change", updateGpuWarnings);
+
   function valueAt(config, path) {
     return path.split(".").reduce(function (node, key) {
       return node && typeof node === "object" ? node[key] : undefined;
@@ -62,8 +72,7 @@
       nameInput.value = runNames[name];
       clearError(nameInput);
     }
-    const needsGpu = Boolean(option && option.dataset.gpu);
-    gpuWarnings.forEach(function (warning) { warning.hidden = !needsGpu; });
+    updateGpuWarnings();
     const url = new URL(location.href);
     if (name) url.searchParams.set("preset", name); else url.searchParams.delete("preset");
     history.replaceState(null, "", url);

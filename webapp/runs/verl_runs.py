@@ -136,6 +136,10 @@ class VerlView:
     shape: str
     silent_for_s: float | None
 
+    @property
+    def silent_minutes(self) -> int:
+        return round((self.silent_for_s or 0) / 60)
+
 
 def verl_view(run: Run, *, out_dir: str) -> VerlView:
     config = RunConfig.model_validate(run.config)

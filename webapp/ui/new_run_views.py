@@ -21,7 +21,7 @@ from webapp.datasets.models import Dataset
 from webapp.rewards.models import RewardConfig
 from webapp.runs.models import Experiment, Run
 from webapp.runs.services import experiment_create, run_create, run_metadata_errors
-from webapp.ui.config_form import attach_errors, config_sections, parse_config
+from webapp.ui.config_form import ConfigSection, all_fields, attach_errors, config_sections, parse_config
 
 
 def _preset_configs() -> dict[str, dict[str, Any]]:
@@ -168,6 +168,11 @@ def _launch(request: HttpRequest, meta: dict[str, Any], config: dict, errors: di
     return run
 
 
+def _engine(sections: list[ConfigSection]) -> str:
+    """The engine the form shows."""
+    return next((str(field.value) for field in all_fields(sections) if field.path == "engine"), "")
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_new(request: HttpRequest) -> HttpResponse:
@@ -210,7 +215,10 @@ def run_new(request: HttpRequest) -> HttpResponse:
         "has_errors": bool(errors),
         "preset_groups": _preset_groups(),
         "preset_description": PRESET_DESCRIPTIONS.get(meta["preset"], ""),
-        "preset_needs_gpu": meta["preset"] in PRESETS and PRESETS_REGISTRY.get(meta["preset"]).needs_gpu,
+        # Engine 'verl' trains on the Ray cluster's GPUs, which are checked at launch instead.
+        "preset_needs_gpu": meta["preset"] in PRESETS
+        and PRESETS_REGISTRY.get(meta["preset"]).needs_gpu
+        and _engine(sections) != "verl",
         "gpu_missing": gpu_engine_missing(),
         "default_names": default_names,
         "preset_configs": _preset_configs(),
