@@ -21,11 +21,9 @@ MLFLOW_RUN_ID (the run) and MLFLOW_TRACKING_TOKEN (the run token) in the job's e
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -35,54 +33,10 @@ from trainer.config import RunConfig, validate_config
 from trainer.report.client import Reporter
 from trainer.verl.command import latest_checkpoint, main_ppo_argv, run_paths
 from trainer.verl.prepare import prepare
+from trainer.verl.process import VerlProcess
 from trainer.verl.samples import publish_dumps
 
-MLFLOW_GAVE_UP = "Proceeding without MLflow tracking"
 POLL_S = 2.0
-TAIL_LINES = 40
-STOP_GRACE_S = 30.0
-
-
-class VerlProcess:
-    """verl's main_ppo in its own process group; its output echoed to ours (the Ray job's log) and kept."""
-
-    def __init__(self, argv: list[str], reporter: Reporter) -> None:
-        self.reporter = reporter
-        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-        self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, bufsize=1
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            self.tail.append(line.rstrip("\n"))
-            if MLFLOW_GAVE_UP in line:
-                self.reporter.log(
-                    "verl could not start MLflow tracking and trains on without it: no verl metric will reach this "
-                    "run (check MLFLOW_TRACKING_URI and the token in the job's log)",
-                    level="warning",
-                )
-
-    def stop(self) -> None:
-        """SIGTERM to verl's whole process group, SIGKILL after a grace period."""
-        if self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def wait(self) -> int:
-        code = self.proc.wait()
-        self._reader.join(timeout=10)
-        return code
 
 
 def run(config: RunConfig, *, config_path: Path, out: Path, name: str, reporter: Reporter, resume: str = "") -> int:
@@ -115,7 +69,9 @@ def run(config: RunConfig, *, config_path: Path, out: Path, name: str, reporter:
     checkpoint = latest_checkpoint(Path(paths.checkpoints))
     where = str(checkpoint) if checkpoint is not None else None
     if stopping.is_set() or reporter.stopped_by_dashboard:
-        reporter.log("stopped: verl's processes were asked to end")
+        # As tirlab's own trainer ends on SIGTERM: cancelled, with verl's newest checkpoint to resume from.
+        error = "" if reporter.stopped_by_dashboard else "stopped (SIGTERM)"
+        reporter.set_status("cancelled", error=error, checkpoint=where)
         return 143
     if code == 0:
         reporter.set_status("succeeded", checkpoint=where)
