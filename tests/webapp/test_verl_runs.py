@@ -70,6 +70,8 @@ def test_the_run_page_shows_verls_command_with_every_override(verl_run, owner) -
     html = client.get(f"/runs/{verl_run.pk}/").content.decode()
     assert 'id="verl-command"' in html and "verl.trainer.main_ppo" in html
     assert "actor_rollout_ref.rollout.n=16" in html and "trainer.n_gpus_per_node=8" in html
+    # verl's actors run in verl's environment, whatever python the cluster's nodes run.
+    assert "ray_kwargs.ray_init.runtime_env.py_executable=" in html
     assert f"/runs/{verl_run.pk}/verl-launch.sh" in html
     assert 'id="verl-silent"' not in html
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config import RunConfig
-from trainer.verl.overrides import REWARD_FUNCTION, VerlPaths, verl_overrides
+from trainer.verl.overrides import REWARD_FUNCTION, VerlPaths, hydra_value, verl_overrides
 
 MAIN_PPO = ("-m", "verl.trainer.main_ppo")
 # The script's shell variables: its out directory, under which every path of the overrides lies, and the
@@ -54,6 +54,12 @@ def main_ppo_argv(config: RunConfig, paths: VerlPaths, *, python: str = "python"
     if resume:
         overrides = [item for item in overrides if not item.startswith("trainer.resume_mode=")]
         overrides += resume_overrides(resume)
+    if Path(python).is_absolute():
+        # verl's Ray actors run in verl's environment too, whatever python the cluster's nodes were started
+        # with (tirlab's, on the local head): ray_kwargs.ray_init.runtime_env (_generated_ppo_trainer.yaml:1063-1064)
+        # is merged into the job's own runtime env, whose env_vars (PYTHONPATH, the MLflow variables) the
+        # actors keep (verl/trainer/main_ppo.py:61-73; ray/runtime_env/runtime_env.py _merge_runtime_env).
+        overrides.append(f"ray_kwargs.ray_init.runtime_env.py_executable={hydra_value(python)}")
     return [python, *MAIN_PPO, *overrides]
 
 

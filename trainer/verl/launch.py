@@ -45,7 +45,7 @@ def run(config: RunConfig, *, config_path: Path, out: Path, name: str, reporter:
     prepare(config, paths, log=reporter.log)
     argv = main_ppo_argv(config, paths, python=sys.executable, resume=resume)
     reporter.log("starting verl: " + " ".join(argv[:3]) + f" with {len(argv) - 3} overrides (the run page lists them)")
-    verl = VerlProcess(argv, reporter)
+    verl = VerlProcess(argv, reporter, cwd=str(Path(paths.train_files).parent))
     stopping = threading.Event()
 
     def on_term(signum: int, frame: object) -> None:

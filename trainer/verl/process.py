@@ -23,11 +23,18 @@ STOP_GRACE_S = 30.0
 class VerlProcess:
     """verl's main_ppo in its own process group; its output echoed to ours (the Ray job's log) and kept."""
 
-    def __init__(self, argv: list[str], reporter: Reporter) -> None:
+    def __init__(self, argv: list[str], reporter: Reporter, *, cwd: str | None = None) -> None:
         self.reporter = reporter
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        # `cwd`: where hydra writes its outputs/<date>/<time> folder (the run's, not the job's directory).
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, bufsize=1
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            bufsize=1,
+            cwd=cwd,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
