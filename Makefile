@@ -85,7 +85,9 @@ browser-deps:
 run: deps
 	$(DEVSTACK)
 
-test: dev-deps browser-deps verl-deps
+# The two virtualenvs install side by side (each waits mostly on unpacking wheels), each one's output kept whole.
+test:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target dev-deps browser-deps verl-deps
 	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) $(DEVSTACK) services -- $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 test-fast: dev-deps
