@@ -249,6 +249,7 @@ def test_schema_covers_every_section() -> None:
         "grpo",
         "filtering",
         "sft",
+        "cluster",
         "schedule",
     }
 
