@@ -36,6 +36,8 @@ TINY_TOOLRL_MODEL = "tirlab/tiny-char-toolrl"
 TINY_TOOL_N1_MODEL = "tirlab/tiny-char-tool-n1"
 # The JSON-call model taught ARTIST's multi-turn syntax on tool chains, unsure of looking flights up: artist-fc-mini's.
 TINY_ARTIST_FC_MODEL = "tirlab/tiny-char-artist-fc"
+# The cold start taught codeact_mini's three tools on swe-mini repositories, unsure of the fix and of when to stop.
+TINY_SWE_MODEL = "tirlab/tiny-char-swe"
 # The tiny models fine-tuned from the cold start by a recipe (trainer.models.loading.DERIVED).
 TINY_DERIVED_MODELS = (
     TINY_ARTIST_MODEL,
@@ -44,6 +46,7 @@ TINY_DERIVED_MODELS = (
     TINY_TOOLRL_MODEL,
     TINY_TOOL_N1_MODEL,
     TINY_ARTIST_FC_MODEL,
+    TINY_SWE_MODEL,
 )
 TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS)
 # Trace sets tirlab generates (trainer.sft.data.BUILTIN_TRACES), and the protocol each is written in; here
@@ -56,6 +59,7 @@ BUILTIN_SFT_TRACES = {
     "toolrl-mini-sft": "tool_call_json",
     "tool-n1-mini-sft": "tool_call_json",
     "artist-fc-mini-sft": "artist_fc",
+    "swe-mini-sft": "codeact_mini",
 }
 # A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
 DATASET_REF_PREFIX = "dataset:"
@@ -397,6 +401,13 @@ class ScheduleConfig(_Section):
     max_steps: int = Field(20, ge=1, description="Training steps to run.")
     eval_every: int = Field(0, ge=0, description="Evaluate every this many steps; 0 never evaluates.")
     eval_pass_k: int = Field(1, ge=1, description="Samples per evaluation prompt for pass@k.")
+    eval_before_train: bool = Field(
+        False,
+        description=(
+            "Also evaluate the starting policy before the first step, reported with step 0 (verl's "
+            "trainer.val_before_train): the baseline a learning curve starts from. Needs data.val_dataset."
+        ),
+    )
     checkpoint_every: int = Field(
         0, ge=0, description="Save a checkpoint every this many steps; 0 disables periodic checkpoints."
     )
@@ -488,6 +499,15 @@ class RunConfig(_Section):
             protocol = self.tools.protocol
             message = f"counts ```python/```output blocks: needs tools.protocol 'python_markdown', not '{protocol}'"
             raise ConfigError({"filtering.drop_shortcut": [message]})
+        return self
+
+    @model_validator(mode="after")
+    def _check_eval_before_train(self) -> "RunConfig":
+        if self.schedule.eval_before_train and not self.data.val_dataset:
+            raise ConfigError({"schedule.eval_before_train": ["needs data.val_dataset: there is nothing to evaluate"]})
+        if self.schedule.eval_before_train and self.schedule.eval_every == 1:
+            message = "with eval_every 1 step 0 is evaluated after its update; the two would share step 0"
+            raise ConfigError({"schedule.eval_before_train": [message]})
         return self
 
     @model_validator(mode="after")

@@ -181,6 +181,15 @@ TOOL_CALLS_MEAN = "tool_calls/mean"
 CALL_HEADLINE_METRICS = (*CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
 # ARTIST's function calling: the tasks done, the call sequences right, then the calls themselves.
 MULTI_TURN_HEADLINE_METRICS = (ACCURACY, SEQUENCE_MATCH, *CALL_METRICS, TOOL_CALLS_MEAN, RESPONSE_LENGTH_MEAN)
+# Software engineering (the swe environment, SkyRL-v0): the share of trajectories whose patch resolves the
+# instance (SWE-bench's "resolved"), how trajectories ended (SkyRL-v0 logs finish_action_ratio, max_turn_ratio
+# and stuck_ratio), turns per trajectory, and the patches (trainer.metrics.swe).
+SWE_RESOLVE_RATE = "swe/resolve_rate"
+SWE_FINISH_RATIO = "swe/finish_action_ratio"
+SWE_MAX_TURN_RATIO = "swe/max_turn_ratio"
+SWE_STUCK_RATIO = "swe/stuck_ratio"
+SWE_TURNS_MEAN = "swe/turns/mean"
+SWE_HEADLINE_METRICS = (SWE_RESOLVE_RATE, SWE_FINISH_RATIO, SWE_MAX_TURN_RATIO, SWE_TURNS_MEAN, RESPONSE_LENGTH_MEAN)
 
 
 # Checked by is_metric_key itself, not by pydantic's regex engine (Rust's \w is not Python's), so

@@ -55,6 +55,9 @@ class Completion:
     executions: tuple[ToolExecution, ...] = ()
     truncated: bool = False
     response_tokens: int | None = None
+    # The environment's result of the whole trajectory (trainer.envs.base.Environment.outcome): the swe
+    # environment's end state, patch and tests; None where the text is the result.
+    outcome: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -449,6 +449,7 @@ CHECKS: dict[str, Check] = {
     "schedule.eval_pass_k": differs(
         run_outputs, "schedule.eval_pass_k", 1, 2, schedule={"eval_every": 1}, **ARITHMETIC_VAL
     ),
+    "schedule.eval_before_train": differs(run_outputs, "schedule.eval_before_train", False, True, **ARITHMETIC_VAL),
     "schedule.checkpoint_every": differs(run_outputs, "schedule.checkpoint_every", 0, 1),
     "schedule.heartbeat_s": differs(reporter_made, "schedule.heartbeat_s", 5.0, 1.0),
     # The cluster is verl's (tirlab's own trainer refuses other values): 2 prompts x 5 samples split over it.

@@ -17,7 +17,15 @@ def ok(output: str) -> ToolExecution:
 
 
 def test_protocol_names() -> None:
-    assert PROTOCOL_NAMES == ("artist", "artist_fc", "python_markdown", "retool", "tool_call_json")
+    assert PROTOCOL_NAMES == (
+        "artist",
+        "artist_fc",
+        "codeact",
+        "codeact_mini",
+        "python_markdown",
+        "retool",
+        "tool_call_json",
+    )
 
 
 def test_unknown_protocol_names_the_choices() -> None:

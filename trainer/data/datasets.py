@@ -39,6 +39,7 @@ from trainer.data.arithmetic import DIFFICULTIES, arithmetic_examples
 from trainer.data.function_calling import LEVELS as FC_LEVELS
 from trainer.data.function_calling import function_calling_examples
 from trainer.data.sft_traces import SFTDataError, SFTRow, parse_record
+from trainer.data.swe_mini import swe_mini_examples
 from trainer.data.tool_chains import CHAIN_LEVELS, tool_chain_examples
 from trainer.protocols import PROTOCOL_NAMES, Protocol, get_protocol
 from trainer.protocols.calls import ground_truth_calls
@@ -99,6 +100,7 @@ BUILTIN_DATASETS = (
     "arithmetic:hard",
     "function-calling",
     "tool-chains",
+    "swe-mini",
     *BUILTIN_FILES,
     *USER_FILES,
 )
@@ -121,6 +123,7 @@ GENERATORS: dict[str, tuple[tuple[str, ...], str, _Generate]] = {
         "level",
         lambda size, seed, level, split: tool_chain_examples(size, seed=seed, level=level, split=split),  # type: ignore[arg-type]
     ),
+    "swe-mini": (("mixed",), "level", lambda size, seed, level, split: swe_mini_examples(size, seed=seed, split=split)),
 }
 GENERATED = tuple(GENERATORS)
 

@@ -10,7 +10,7 @@ One module per environment, each registering itself (`@register_environment`, tr
 Which environments can run a protocol's calls is the protocol's `environments` (the first its default).
 """
 
-from trainer.envs.base import ENVIRONMENTS, CallContext, CodeRunner, Environment, get_environment
+from trainer.envs.base import ENVIRONMENTS, CallContext, CodeRunner, Environment, environment_task, get_environment
 
 ENVIRONMENT_NAMES: tuple[str, ...] = ENVIRONMENTS.names()
 
@@ -20,5 +20,6 @@ __all__ = [
     "CallContext",
     "CodeRunner",
     "Environment",
+    "environment_task",
     "get_environment",
 ]

@@ -8,7 +8,11 @@ call does. An environment owns:
 - how the call the model wrote is executed -- in the sandbox, since it is model-written -- against the
   tools the example offers (`CallContext.tools`, the schemas the prompt shows),
 - the text fed back after it, which the rollout appends as tool text (masked from the loss),
-- the per-trajectory state of a multi-turn task (`CallContext.state`, one dict per trajectory).
+- the per-trajectory state of a multi-turn task (`CallContext.state`, one dict per trajectory), and the task
+  itself where the example carries one (`CallContext.task`: the swe environment's repository and tests),
+- for a multi-turn task, what follows a turn without a call (`on_no_call`), when the trajectory is over
+  (`finished`), and its result once it is (`outcome`: the swe environment's patch and tests), which the rollout
+  keeps on the Completion and the trainer reports with the trajectory.
 
 The rollout (trainer.rollout.multi_turn) asks the run's environment at each stop; everything else about a
 trajectory -- tokens, masks, the length budget -- stays the rollout's.
@@ -44,6 +48,10 @@ class CallContext:
     memory_mb: int = 1024
     run_code: CodeRunner | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    # The example's task, for an environment that needs more than its tools (trainer.envs.environment_task).
+    task: dict[str, Any] | None = None
+    # The call budget (tools.max_tool_calls); the swe environment's turn limit. None: no limit.
+    max_calls: int | None = None
 
     async def run(self, code: str) -> sandbox.Result:
         # Looked up per call, so the default follows sandbox.arun wherever it points.
@@ -74,6 +82,28 @@ class Environment(ABC):
     ) -> str:
         """`stopped` followed by what is fed back for `execution`: the text the next turn continues."""
         raise RuntimeError(f"the {self.name!r} environment runs no calls: it stops generation for none")
+
+    def on_no_call(self, protocol: Protocol, context: CallContext) -> str | None:
+        """The text fed back after a turn that ended without a call (the model's end of turn), as tool text;
+        None (the default) ends the trajectory there."""
+        return None
+
+    def finished(self, context: CallContext) -> bool:
+        """Whether the trajectory is over after the output just appended (a finish call, a turn limit)."""
+        return False
+
+    async def outcome(self, protocol: Protocol, context: CallContext, *, truncated: bool) -> dict[str, Any] | None:
+        """The trajectory's result once it is over (`truncated`: cut at the response limit), reported with
+        it (trainer.contract.TrajectoryIn.outcome); None (the default) for environments whose result is the text."""
+        return None
+
+
+def environment_task(example: Any) -> dict[str, Any] | None:
+    """What an example gives its environment beyond its tools: a software-engineering instance
+    (`extra_info["instance"]`, trainer.data.swe_rows), else None."""
+    extra = getattr(example, "extra_info", None) or {}
+    instance = extra.get("instance")
+    return instance if isinstance(instance, dict) else None
 
 
 E = TypeVar("E", bound=type[Environment])

@@ -17,6 +17,7 @@ from trainer.config import RewardSpec, RunConfig
 from trainer.loop.filters import StepFilter
 from trainer.metrics.calls import call_metrics
 from trainer.metrics.step import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
+from trainer.metrics.swe import swe_metrics
 from trainer.protocols import get_protocol
 from trainer.rewards import TRAIN_SPLIT, VAL_SPLIT, RewardState, score_group
 from trainer.rollout.multi_turn import RolloutResult, Trajectory
@@ -132,6 +133,7 @@ def collect_step(
     metrics = step_metrics([g.scored for g in seen])
     metrics.update(subset_metrics([g.scored for g in seen], [subset_label(g.example) for g in seen], prefix="train/"))
     metrics.update(group_call_metrics(seen, config.tools.protocol))
+    metrics.update(swe_metrics(t.completion for g in seen for t in g.trajectories))
     metrics["groups/kept"] = float(len(kept))
     metrics["groups/sampled"] = float(len(seen))
     metrics.update(step_filter.metrics())
@@ -152,6 +154,7 @@ def evaluate_step(
     metrics = validation_metrics([g.scored for g in greedy], k=1)
     metrics.update(subset_metrics([g.scored for g in greedy], [subset_label(g.example) for g in greedy], prefix="val/"))
     metrics.update(group_call_metrics(greedy, config.tools.protocol, prefix="val/"))
+    metrics.update(swe_metrics((t.completion for g in greedy for t in g.trajectories), prefix="val/"))
     k = config.schedule.eval_pass_k
     if k > 1:
         sampled, _ = roll(examples, group_size=k, seed=step)

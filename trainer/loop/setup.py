@@ -93,6 +93,8 @@ def run_data(
     )
     if not train:
         raise ValueError(f"dataset {data.train_dataset!r} has no examples")
+    if config.tools.run_environment == "swe":
+        check_runnable_here(train, "train_dataset")
     val = (
         fitting(
             load_dataset(data.val_dataset, split="test", seed=config.seed),
@@ -105,7 +107,25 @@ def run_data(
         if data.val_dataset
         else []
     )
+    if config.tools.run_environment == "swe":
+        check_runnable_here(val, "val_dataset")
     return train, val
+
+
+def check_runnable_here(examples: list[Example], field: str) -> None:
+    """Refuse a swe run whose rows need their instance's container image (real SWE-Gym / SWE-bench rows):
+    tirlab's sandbox runs the repositories it is given (`instance["files"]`), and this machine has no
+    container runtime for the rest."""
+    from trainer.data.swe_rows import requires_container
+
+    for number, example in enumerate(examples):
+        instance = (example.extra_info or {}).get("instance")
+        if not isinstance(instance, dict):
+            raise ValueError(
+                f"{field}: row {number} is not a software-engineering row (no instance) for the swe environment"
+            )
+        if (reason := requires_container(instance)) is not None:
+            raise ValueError(f"{field}: row {number} ({instance.get('instance_id')}): {reason}")
 
 
 def fitting(

@@ -28,6 +28,7 @@ import torch
 from trainer.config import RunConfig
 from trainer.contract import LOADING, RL, TrajectoryIn
 from trainer.engines.hf import HFEngine
+from trainer.envs import environment_task
 from trainer.loop import setup
 from trainer.loop.checkpoint import load_checkpoint, save_checkpoint
 from trainer.loop.collect import Collected, Group, collect_step, draw_rows, evaluate_step, score_groups
@@ -198,6 +199,8 @@ class Trainer:
         prompts = [self.prompt_ids(example) for _, example in examples for _ in range(group_size)]
         # The tools each prompt offers, which the function_calling environment runs calls against.
         tools = [example.tools for _, example in examples for _ in range(group_size)]
+        # What the environment needs of each example beyond its tools: the swe environment's instance.
+        tasks = [environment_task(example) for _, example in examples for _ in range(group_size)]
         shared = self.behaviour is not None and self.behaviour.engine is None
         if not behaviour and shared and self.behaviour.version != self.policy_version:
             # vLLM or the Ray replicas sample the behaviour weights, maybe the next step right now:
@@ -205,11 +208,13 @@ class Trainer:
             self.pipeline.wait()
             self.sync_weights()
         if self.ray_rollout is not None:
-            result = self.ray_rollout.rollout(prompts, settings, seed=seed, group_size=group_size, tools=tools)
+            result = self.ray_rollout.rollout(
+                prompts, settings, seed=seed, group_size=group_size, tools=tools, tasks=tasks
+            )
         else:
             engine = self.behaviour.engine if behaviour and self.behaviour.engine is not None else self.engine
             stop = self.pipeline.stop if behaviour else None
-            result = rollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools)
+            result = rollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools, tasks=tasks)
             engine.clear_cache()
         groups = []
         for g, (index, example) in enumerate(examples):
@@ -373,9 +378,12 @@ def run_training(
             on_ready()  # set up: from here a stop request waits for the step in progress
         started, first = time.perf_counter(), trainer.step
         reporter.set_phase(RL, min(first, last), max(last, 1))
+        # The starting policy on the validation data, reported with step 0 (verl's val_before_train).
+        before = trainer.evaluate(0) if schedule.eval_before_train and first == 0 else {}
         while trainer.step < last:
             result = trainer.train_step(last=trainer.step + 1 >= last)
-            metrics = dict(result.metrics)
+            metrics = {**dict(result.metrics), **before}
+            before = {}
             if schedule.eval_every and trainer.step % schedule.eval_every == 0:
                 metrics.update(trainer.evaluate(result.step))
             reporter.log_metrics(result.step, metrics)

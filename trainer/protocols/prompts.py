@@ -204,6 +204,10 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     # ARTIST's function-calling prompt (its Appendix A.2) is not in the text we could read: the offered
     # tools one signature a line, the shortest prompt that shows them.
     "artist_fc": "tool-signatures",
+    # SkyRL-v0's rows carry their whole instruction in the user message (trainer.data.swe_rows builds it from the
+    # problem statement); the tools' text is the system message of the row where it has one.
+    "codeact": "plain",
+    "codeact_mini": "plain",
 }
 
 # ToRL keeps a raw-template row only if its prompt has at most max_prompt_length - 10 tokens

@@ -77,6 +77,8 @@ class Response:
     protocol: Protocol
     executions: tuple[ToolExecution, ...] | None = None
     truncated: bool = False
+    # The environment's result of the trajectory (Completion.outcome): the swe environment's patch and tests.
+    outcome: dict[str, Any] | None = None
 
     @property
     def tool_outputs(self) -> int | None:
@@ -116,6 +118,7 @@ def as_response(completion: "str | Completion | Response", default_protocol: str
             protocol=get_protocol(completion.protocol),
             executions=tuple(completion.executions) or None,
             truncated=completion.truncated,
+            outcome=completion.outcome,
         )
     if isinstance(completion, str):
         return Response(text=completion, protocol=get_protocol(default_protocol))

@@ -94,10 +94,17 @@ class RolloutSettings:
     def env(self) -> Environment:
         return get_environment(self.environment or default_environment(self.protocol))
 
-    def call_context(self, tools: list[dict] | None, run_code: CodeRunner | None) -> CallContext:
-        """A trajectory's context for its calls: the example's tools, the sandbox limits, fresh state."""
+    def call_context(
+        self, tools: list[dict] | None, run_code: CodeRunner | None, task: dict | None = None
+    ) -> CallContext:
+        """A trajectory's context for its calls: the example's tools and task, the sandbox limits, fresh state."""
         return CallContext(
-            tools=tools, timeout_s=self.sandbox_timeout_s, memory_mb=self.sandbox_memory_mb, run_code=run_code
+            tools=tools,
+            timeout_s=self.sandbox_timeout_s,
+            memory_mb=self.sandbox_memory_mb,
+            run_code=run_code,
+            task=task,
+            max_calls=self.max_tool_calls,
         )
 
 
@@ -333,6 +340,18 @@ def _append_tool_output(
     return len(state.response_ids) < settings.max_response_tokens
 
 
+def _append_tool_text(tokenizer: Tokenizer, state: _State, text: str, settings: RolloutSettings) -> bool:
+    """Append `text` as tool text after a turn that ended without a call; False when the response limit cut it."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    room = settings.max_response_tokens - len(state.response_ids)
+    if len(ids) > room:
+        ids = ids[:room]
+        state.add_tool(ids, tokenizer.decode(ids, skip_special_tokens=True), trained=settings.train_on_tool_output)
+        return False
+    state.add_tool(ids, text, trained=settings.train_on_tool_output)
+    return len(state.response_ids) < settings.max_response_tokens
+
+
 async def _trajectory(
     index: int,
     prompt_ids: list[int],
@@ -344,6 +363,7 @@ async def _trajectory(
     cache_key: tuple[int, int],
     run_code: CodeRunner | None = None,
     tools: list[dict] | None = None,
+    task: dict | None = None,
 ) -> Trajectory:
     try:
         return await run_trajectory(
@@ -357,6 +377,7 @@ async def _trajectory(
             clock=clock,
             run_code=run_code,
             tools=tools,
+            task=task,
         )
     finally:
         engine.release(cache_key)
@@ -374,15 +395,18 @@ async def run_trajectory(
     clock: _Clock | None = None,
     run_code: CodeRunner | None = None,
     tools: list[dict] | None = None,
+    task: dict | None = None,
 ) -> Trajectory:
     """One trajectory: generate until the protocol's stop marker, run the call in the run's environment,
     append the fed-back output, and again, until the budget, EOS or the response limit (see the module
     docstring). `generate` serves one request at a time; `index` and `seed` make the request seeds,
-    `cache_key` names the trajectory to the engine, `clock` (default: a fresh one) times its spans."""
+    `cache_key` names the trajectory to the engine, `clock` (default: a fresh one) times its spans. A
+    multi-turn environment may answer a turn without a call (`on_no_call`), end the trajectory after a call
+    (`finished`) and give its result at the end (`outcome`, kept on the Completion)."""
     clock = clock if clock is not None else _Clock()
     protocol = get_protocol(settings.protocol)
     env = settings.env()
-    context = settings.call_context(tools, run_code)
+    context = settings.call_context(tools, run_code, task)
     feedback = Feedback(settings.feedback)
     state = _State()
     executions: list[ToolExecution] = []
@@ -411,7 +435,13 @@ async def run_trajectory(
             truncated = True
             break
         if output.finish_reason != "stop" or output.stop_string not in stops:
-            break
+            follow = env.on_no_call(protocol, context) if output.finish_reason == "stop" else None
+            if follow is None:
+                break
+            if not _append_tool_text(tokenizer, state, follow, settings):
+                truncated = True
+                break
+            continue
         marker = output.stop_string
         stopped = before + output.text[: output.text.find(marker) + len(marker)]
         calls_made += 1
@@ -428,12 +458,19 @@ async def run_trajectory(
         if not _append_tool_output(tokenizer, protocol, state, turn_data, execution, settings):
             truncated = True
             break
+        if env.finished(context):
+            break
+    start = clock.now()
+    outcome = await env.outcome(protocol, context, truncated=truncated)
+    if outcome is not None:
+        spans.append(Span("tool", start, clock.now()))
     completion = Completion(
         text=state.text,
         protocol=protocol.name,
         executions=tuple(executions),
         truncated=truncated,
         response_tokens=state.model_tokens,
+        outcome=outcome,
     )
     return Trajectory(
         completion=completion,
@@ -456,11 +493,13 @@ async def arollout(
     first_index: int = 0,
     stop: threading.Event | None = None,
     tools: Sequence[list[dict] | None] | None = None,
+    tasks: Sequence[dict | None] | None = None,
 ) -> RolloutResult:
     """Roll out one response per prompt (repeat a prompt G times for a GRPO group).
 
     `tools`, one entry per prompt, are the tools each prompt's example offers: what the
-    `function_calling` environment runs calls against.
+    `function_calling` environment runs calls against; `tasks`, one per prompt, what an environment needs
+    beyond them (trainer.envs.environment_task: the swe environment's instance).
 
     `seed` makes sampling reproducible (per trajectory and turn, independent of batching);
     None draws from torch's generator inside the engine. `run_code` executes tool calls
@@ -476,6 +515,8 @@ async def arollout(
     batch_task = asyncio.create_task(batcher.run())
     if tools is not None and len(tools) != len(prompts):
         raise ValueError(f"{len(tools)} tool lists for {len(prompts)} prompts")
+    if tasks is not None and len(tasks) != len(prompts):
+        raise ValueError(f"{len(tasks)} tasks for {len(prompts)} prompts")
     tasks = [
         asyncio.create_task(
             _trajectory(
@@ -489,6 +530,7 @@ async def arollout(
                 (rollout_id, i),
                 run_code,
                 tools[i - first_index] if tools is not None else None,
+                tasks[i - first_index] if tasks is not None else None,
             )  # fmt: skip
         )
         for i, p in enumerate(prompts, start=first_index)
@@ -536,6 +578,7 @@ def rollout(
     seed: int | None = None,
     stop: threading.Event | None = None,
     tools: Sequence[list[dict] | None] | None = None,
+    tasks: Sequence[dict | None] | None = None,
 ) -> RolloutResult:
     """`arollout` on a fresh event loop, for synchronous callers such as the training loop."""
-    return asyncio.run(arollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools))
+    return asyncio.run(arollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools, tasks=tasks))

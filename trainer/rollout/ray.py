@@ -90,10 +90,18 @@ class RolloutReplica:
         seed: int | None,
         first_index: int,
         tools: list[list[dict] | None] | None = None,
+        tasks: list[dict | None] | None = None,
     ) -> RolloutResult:
         try:
             return await arollout(
-                self.engine, prompts, settings, seed=seed, run_code=self.run_code, first_index=first_index, tools=tools
+                self.engine,
+                prompts,
+                settings,
+                seed=seed,
+                run_code=self.run_code,
+                first_index=first_index,
+                tools=tools,
+                tasks=tasks,
             )
         finally:
             self.engine.clear_cache()
@@ -187,9 +195,10 @@ class RayRollout:
         seed: int | None,
         group_size: int,
         tools: Sequence[list[dict] | None] | None = None,
+        tasks: Sequence[dict | None] | None = None,
     ) -> RolloutResult:
         """`arollout` over the replicas, whole groups of `group_size` prompts each, results in order
-        (`tools`: each prompt's offered tools, as arollout takes them).
+        (`tools` and `tasks`: each prompt's offered tools and environment task, as arollout takes them).
 
         The replicas run side by side, so gen_s and tool_s are those of the slowest share."""
         started = time.perf_counter()
@@ -203,6 +212,7 @@ class RayRollout:
                 seed,
                 low,
                 None if tools is None else list(tools[low:high]),
+                None if tasks is None else list(tasks[low:high]),
             )
             for replica, low, high in zip(self.replicas, bounds, bounds[1:], strict=False)
             if low < high

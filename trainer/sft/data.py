@@ -70,6 +70,13 @@ def _artist_fc_mini(protocol: str) -> list[dict]:
     return tool_chain_traces(**ARTIST_FC_MINI)
 
 
+def _swe_mini(protocol: str) -> list[dict]:
+    # codeact_mini's tools on swe-mini repositories, undecided about the fix and when to stop (tirlab/tiny-char-swe).
+    from trainer.sft.traces.swe import swe_traces
+
+    return swe_traces()
+
+
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
 BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
     name: (BUILTIN_SFT_TRACES[name], generate)
@@ -81,6 +88,7 @@ BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
         ("toolrl-mini-sft", _toolrl_mini),
         ("tool-n1-mini-sft", _tool_n1_mini),
         ("artist-fc-mini-sft", _artist_fc_mini),
+        ("swe-mini-sft", _swe_mini),
     )
 }
 

@@ -196,10 +196,8 @@ FIELDS: dict[str, Entry] = {
         ("trainer.total_training_steps", "trainer.total_epochs"),
         "_generated:952; :951 as many epochs as steps, so a small dataset does not end the run early",
     ),
-    "schedule.eval_every": Entry(
-        ("trainer.test_freq", "trainer.val_before_train"),
-        "_generated:970 (0: -1), :968 false (tirlab evaluates after a step, never before the first)",
-    ),
+    "schedule.eval_every": Entry(("trainer.test_freq",), "_generated:970 (0: -1)"),
+    "schedule.eval_before_train": Entry(("trainer.val_before_train",), "_generated:968"),
     "schedule.eval_pass_k": Entry(
         (f"{ARO}.rollout.val_kwargs.n", f"{ARO}.rollout.val_kwargs.do_sample"), "_generated:341, :342 (k > 1)"
     ),
@@ -304,6 +302,13 @@ REFUSALS: dict[str, list[Refusal]] = {
             _group_reward,
             "compares the completions of a GRPO group, and verl scores each sample alone "
             "(trainer/verl/reward.py); use a per-sample reward (otc_ppo is OTC's)",
+        )
+    ],
+    "tools.environment": [
+        Refusal(
+            lambda c: c.tools.run_environment == "swe",
+            "the swe environment grades a trajectory's patch when it ends, and verl's reward function sees the "
+            "text alone (trainer/verl/reward.py); swe runs on tirlab's trainer",
         )
     ],
     "rollout.async_rollouts": [
@@ -457,7 +462,7 @@ def _values(config: RunConfig, paths: VerlPaths) -> dict[str, Any]:
         "trainer.total_training_steps": schedule.max_steps,
         "trainer.total_epochs": schedule.max_steps,
         "trainer.test_freq": schedule.eval_every if schedule.eval_every > 0 and paths.val_files else -1,
-        "trainer.val_before_train": False,
+        "trainer.val_before_train": schedule.eval_before_train and bool(paths.val_files),
         f"{ARO}.rollout.val_kwargs.n": schedule.eval_pass_k,
         f"{ARO}.rollout.val_kwargs.do_sample": sampled_eval,
         "trainer.save_freq": schedule.checkpoint_every if schedule.checkpoint_every > 0 else -1,
