@@ -40,6 +40,7 @@ from trainer.data.function_calling import LEVELS as FC_LEVELS
 from trainer.data.function_calling import function_calling_examples
 from trainer.data.sft_traces import SFTDataError, SFTRow, parse_record
 from trainer.data.swe_mini import swe_mini_examples
+from trainer.data.swe_rows import SweRowError, parse_swe_row
 from trainer.data.tool_chains import CHAIN_LEVELS, tool_chain_examples
 from trainer.protocols import PROTOCOL_NAMES, Protocol, get_protocol
 from trainer.protocols.calls import ground_truth_calls
@@ -128,6 +129,8 @@ GENERATORS: dict[str, tuple[tuple[str, ...], str, _Generate]] = {
 GENERATED = tuple(GENERATORS)
 
 _PARQUET_MAGIC = b"PAR1"
+# A row with either is a software-engineering row: {prompt, data_source, ability, instance}, or a bare instance.
+_SWE_KEYS = {"instance", "FAIL_TO_PASS"}
 _VERL_COLUMNS = ("prompt", "reward_model", "data_source")
 # ToolRL's and Tool-N1's parquet files have no 'tools' column or may lack it: the tools are listed in the
 # system message. ToolRL numbers them under this heading (its SYS prompt, benchmarks/BFCL/rlla_qwen.py:17-19
@@ -155,6 +158,8 @@ class DatasetFormat(str, Enum):
     VERL_PARQUET = "verl_parquet"
     FUNCTION_CALLING = "function_calling"
     SFT_TRACES = "sft_traces"
+    # Software-engineering rows (trainer.data.swe_rows): SWE-Gym / SWE-bench / SWE-smith instances, JSONL or parquet.
+    SWE = "swe"
 
 
 class DatasetError(ValueError):
@@ -236,9 +241,15 @@ class _Where:
 
 def detect_format(path: Path) -> DatasetFormat:
     if _is_parquet(path):
-        return DatasetFormat.VERL_PARQUET
+        try:
+            names = pq.ParquetFile(path).schema_arrow.names
+        except (pa.ArrowException, OSError):
+            names = []
+        return DatasetFormat.SWE if _SWE_KEYS & set(names) else DatasetFormat.VERL_PARQUET
     with closing(_jsonl_records(path)) as records:
         where, record = next(records)
+    if _SWE_KEYS & set(record):
+        return DatasetFormat.SWE
     # A trace of a call carries its tools too ('prompt', 'tools', 'response': trainer.sft.traces.function_calling).
     is_pair = "prompt" in record and "response" in record
     if "tools" in record and not is_pair:
@@ -452,6 +463,13 @@ def load_dataset(
 def _rows(path: Path, format: DatasetFormat) -> Iterator[tuple[dict[str, Any], Example]]:
     """Yield each raw record with its validated Example."""
     is_parquet = _is_parquet(path)
+    if format is DatasetFormat.SWE:
+        for where, record in _swe_records(path) if is_parquet else _jsonl_records(path):
+            try:
+                yield record, parse_swe_row(record, where=f"row {where.default_id}")
+            except SweRowError as exc:
+                raise where.error(f"{exc.field}: {exc.detail}", exc.field) from None
+        return
     if format is DatasetFormat.VERL_PARQUET:
         if not is_parquet:
             raise DatasetError("expected a verl parquet file, but the file is not parquet")
@@ -467,6 +485,24 @@ def _rows(path: Path, format: DatasetFormat) -> Iterator[tuple[dict[str, Any], E
             yield record, _function_calling_example(record, where)
         else:
             yield record, _qa_example(record, where, format)
+
+
+def _swe_records(path: Path) -> Iterator[tuple[_Where, dict[str, Any]]]:
+    """A parquet file of software-engineering rows, row by row (SkyRL-v0's SWE-Gym parquet has no reward_model)."""
+    try:
+        parquet = pq.ParquetFile(path)
+        for batch_start, batch in _batches(parquet):
+            for offset, record in enumerate(batch.to_pylist()):
+                yield _Where(row=batch_start + offset), record
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"cannot read parquet file ({_one_line(exc)})") from None
+
+
+def _batches(parquet: pq.ParquetFile) -> Iterator[tuple[int, pa.RecordBatch]]:
+    start = 0
+    for batch in parquet.iter_batches(batch_size=256):
+        yield start, batch
+        start += batch.num_rows
 
 
 def _is_parquet(path: Path) -> bool:
@@ -841,6 +877,9 @@ def _preview(example: Example) -> dict:
         "data_source": example.data_source,
         "tools": example.tools,
     }
+    if instance := (example.extra_info or {}).get("instance"):
+        # A software-engineering row (trainer.data.swe_rows): which repository, and its issue.
+        row["instance"] = {key: instance.get(key) for key in ("instance_id", "repo", "problem_statement")}
     # Parquet can hold values JSON cannot (bytes, dates); the preview goes to a browser.
     return json.loads(json.dumps(row, default=str))
 
