@@ -1,29 +1,32 @@
-"""A trajectory's patch, and its grading as SWE-bench grades it, in one sandbox snippet.
+"""A trajectory's patch graded as SWE-bench grades it, in one sandbox snippet (with the patch taken there too).
 
-The patch is what SkyRL-v0 takes from its runtime when a trajectory ends: the repository as the trajectory
-left it against its base, `git add -A && git diff --no-color --cached <base>`, anything before the first
-`diff --git` dropped. The grading is SWE-bench's: in a fresh copy of the base repository, `git apply -v`, and
-when that fails `patch --batch --fuzz=5 -p1`; then the instance's `test_patch` (its hidden tests), then the
-FAIL_TO_PASS and PASS_TO_PASS tests; resolved only if the patch applied and every one of them passes
-(docs/swe_sources.md).
+SkyRL-v0 grades in a fresh runtime of the instance's image (NovaSky-AI/SkyRL @a0d50c4
+verl/workers/agentic/codeact.py:1111-1152): `git apply -v`, and when that fails `patch --batch --fuzz=5 -p1`
+(codeact.py:1000-1006, as SWE-bench v4.0.4 swebench/harness/run_evaluation.py:62-66); then SWE-bench's eval script:
+the files the test patch changes reset to the base, the test patch applied, the tests run
+(swebench/harness/test_spec/python.py:375-395); resolved only if every FAIL_TO_PASS and every PASS_TO_PASS test
+passes (swebench/harness/grading.py:180-216, an empty list counting as all passed), else the reward is 0
+(codeact.py:1013-1014: a patch that does not apply is not resolved).
 
 The tests of a repository tirlab generates (trainer.data.swe_mini) are plain functions; tirlab's runner imports
-each test file and calls each listed function in a child process under a time limit (pass: it returns;
-the message: the exception's last line). Real SWE-bench rows name pytest and Django ids and need their
-container image, which the run refuses before it starts (trainer.loop.setup.check_runnable_here).
+each test file and calls each listed function, all in one child process under a time limit (pass: it returns;
+the message: the exception's last line). If the test patch does not apply, every test fails (SWE-bench would run
+them on whatever is there). Real SWE-bench rows name pytest and Django ids and need their container image, which
+the run refuses before it starts (trainer.loop.setup.check_runnable_here).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.envs.base import CallContext
+from trainer.envs.swe.patch import PATCH_SOURCE
 from trainer.envs.swe.workspace import Workspace
 
 SENTINEL = "\x1etirlab-swe-grade\x1e"
-GIT = "git -c user.name=tirlab -c user.email=tirlab@localhost -c init.defaultBranch=main"
 FAIL_TO_PASS, PASS_TO_PASS = "FAIL_TO_PASS", "PASS_TO_PASS"
 
 _RUNNER = r"""
@@ -45,63 +48,57 @@ print(json.dumps(results))
 """
 
 _SNIPPET = r"""
-import json, os, shutil, subprocess, sys
-GIT = {git!r}.split()
-def run(args, cwd, stdin=None, timeout=30):
-    done = subprocess.run(args, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=timeout)
+import json, os, subprocess, sys
+{patch_source}
+def run(args, cwd, timeout=60):
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     return done.returncode, done.stdout + done.stderr
-def write(root, files):
-    for path, text in files.items():
-        full = os.path.join(root, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "w", encoding="utf-8") as handle:
-            handle.write(text)
-ORIGINAL, CURRENT = json.loads({original!r}), json.loads({current!r})
+ORIGINAL, PATCH = json.loads({original!r}), json.loads({patch!r})
 TEST_PATCH, TESTS = {test_patch!r}, json.loads({tests!r})
-# The patch: the trajectory's repository against its base.
-write("repo", ORIGINAL)
-run(GIT + ["init", "-q"], "repo")
-run(GIT + ["add", "-A"], "repo")
-run(GIT + ["commit", "-q", "-m", "base"], "repo")
-for path in ORIGINAL:
-    if path not in CURRENT:
-        os.remove(os.path.join("repo", path))
-write("repo", CURRENT)
-run(GIT + ["add", "-A"], "repo")
-_, diff = run(GIT + ["diff", "--no-color", "--cached", "HEAD"], "repo")
-at = diff.find("diff --git")
-patch = diff[at:] if at >= 0 else ""
+if PATCH is None:  # the trajectory's repository: its patch first
+    PATCH = take_patch(ORIGINAL, json.loads({current!r}), "repo")
 # The grading, in a fresh copy of the base.
-write("eval", ORIGINAL)
-applied, log = False, "empty patch: nothing to apply"
-if patch:
-    with open("model.patch", "w", encoding="utf-8") as handle:
-        handle.write(patch)
-    code, log = run(["git", "apply", "-v", os.path.abspath("model.patch")], "eval")
-    applied = code == 0
-    if not applied:
-        code, more = run(["patch", "--batch", "--fuzz=5", "-p1", "-i", os.path.abspath("model.patch")], "eval")
-        log += more
-        applied = code == 0
+os.makedirs("eval")
+for path, text in ORIGINAL.items():
+    os.makedirs(os.path.dirname(os.path.join("eval", path)), exist_ok=True)
+    with open(os.path.join("eval", path), "w", encoding="utf-8") as handle:
+        handle.write(text)
+with open("model.patch", "w", encoding="utf-8") as handle:
+    handle.write(PATCH)
+model_patch = os.path.abspath("model.patch")
+code, log = run(["git", "apply", "-v", model_patch], "eval")
+if code == 0:
+    log += "APPLY_PATCH_PASS\n"
+else:
+    log += "Failed to apply patch with git apply, trying with patch command...\n"
+    code, more = run(["patch", "--batch", "--fuzz=5", "-p1", "-i", model_patch], "eval")
+    log += more + ("APPLY_PATCH_PASS\n" if code == 0 else "APPLY_PATCH_FAIL\n")
+applied = code == 0
 results = {{}}
 if applied:
+    # SWE-bench resets the files the test patch changes to the base before applying it.
+    for path in {reset!r}:
+        if path in ORIGINAL:
+            with open(os.path.join("eval", path), "w", encoding="utf-8") as handle:
+                handle.write(ORIGINAL[path])
     with open("test.patch", "w", encoding="utf-8") as handle:
         handle.write(TEST_PATCH)
     code, test_log = run(["git", "apply", "-v", os.path.abspath("test.patch")], "eval")
     if code != 0:
         results = {{t: [False, "the instance's test_patch did not apply"] for t in TESTS}}
     else:
-        env = {{"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}}
+        env = {{"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
+               "HOME": os.getcwd()}}
         try:
             done = subprocess.run([sys.executable, "-c", {runner!r}, json.dumps(TESTS)], cwd="eval", env=env,
-                                  capture_output=True, text=True, timeout={timeout!r})
+                                  capture_output=True, text=True, timeout={timeout!r}, start_new_session=True)
             results = json.loads(done.stdout.strip().splitlines()[-1])
         except subprocess.TimeoutExpired:
             results = {{t: [False, "Timeout: the tests ran past the time limit"] for t in TESTS}}
         except (ValueError, IndexError):
             failed = "the test runner failed: " + (done.stderr.strip().splitlines() or [""])[-1]
             results = {{t: [False, failed] for t in TESTS}}
-print({sentinel!r} + json.dumps({{"patch": patch, "applied": applied, "apply_log": log[-4000:], "results": results}}))
+print({sentinel!r} + json.dumps({{"patch": PATCH, "applied": applied, "apply_log": log[-4000:], "results": results}}))
 """
 
 
@@ -123,7 +120,7 @@ class Grade:
     @property
     def resolved(self) -> bool:
         """SWE-bench's "resolved": the patch applied and every FAIL_TO_PASS and PASS_TO_PASS test passes."""
-        return self.applied and bool(self.tests) and all(t.passed for t in self.tests)
+        return self.applied and all(t.passed for t in self.tests)
 
     @property
     def patch_lines(self) -> int:
@@ -145,15 +142,25 @@ def _tests(instance: dict[str, Any]) -> list[tuple[str, str]]:
     return [(name, kind) for kind in (FAIL_TO_PASS, PASS_TO_PASS) for name in instance.get(kind) or []]
 
 
-async def grade_workspace(workspace: Workspace, instance: dict[str, Any], *, context: CallContext) -> Grade:
-    """The workspace's patch against its original files, graded by the instance's tests."""
+def changed_files(patch: str) -> list[str]:
+    """The files a patch changes that exist before it (SWE-bench's get_modified_files: source files, not /dev/null)."""
+    return [m.group(1) for m in re.finditer(r"^--- a/(\S+)", patch, re.MULTILINE)]
+
+
+async def _grade(
+    instance: dict[str, Any], original: dict[str, str], *, patch: str | None, current: dict[str, str] | None,
+    context: CallContext,
+) -> Grade:  # fmt: skip
     tests = _tests(instance)
+    test_patch = instance.get("test_patch") or ""
     code = _SNIPPET.format(
-        git=GIT,
-        original=json.dumps(workspace.original),
-        current=json.dumps(workspace.files),
-        test_patch=instance.get("test_patch") or "",
+        patch_source=PATCH_SOURCE,
+        original=json.dumps(original),
+        patch=json.dumps(patch),
+        current=json.dumps(current),
+        test_patch=test_patch,
         tests=json.dumps([name for name, _ in tests]),
+        reset=changed_files(test_patch),
         runner=_RUNNER,
         timeout=max(context.timeout_s - 2.0, 1.0),
         sentinel=SENTINEL,
@@ -162,7 +169,7 @@ async def grade_workspace(workspace: Workspace, instance: dict[str, Any], *, con
     _, found, state = result.stdout.rpartition(SENTINEL)
     if not found:
         reason = (result.stderr.strip().splitlines() or [result.status])[-1]
-        return Grade(patch="", applied=False, apply_log=f"grading did not finish ({result.status}): {reason}")
+        return Grade(patch=patch or "", applied=False, apply_log=f"grading did not finish ({result.status}): {reason}")
     data = json.loads(state)
     results = data["results"]
     outcomes = tuple(
@@ -170,3 +177,14 @@ async def grade_workspace(workspace: Workspace, instance: dict[str, Any], *, con
         for name, kind in tests
     )
     return Grade(patch=data["patch"], applied=bool(data["applied"]), apply_log=data["apply_log"], tests=outcomes)
+
+
+async def grade(instance: dict[str, Any], original: dict[str, str], patch: str, *, context: CallContext) -> Grade:
+    """`patch` applied to the `original` files and graded by the instance's tests."""
+    return await _grade(instance, original, patch=patch, current=None, context=context)
+
+
+async def grade_workspace(workspace: Workspace, instance: dict[str, Any], *, context: CallContext) -> Grade:
+    """The workspace's patch against its original files (trainer.envs.swe.patch), graded by the instance's tests,
+    in the same snippet."""
+    return await _grade(instance, workspace.original, patch=None, current=workspace.files, context=context)

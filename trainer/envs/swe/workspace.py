@@ -11,12 +11,14 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-# OpenHands-ACI keeps the last 5 versions of each file for undo_edit (openhands_aci/editor/history.py:15 @9d22d0d).
-MAX_HISTORY_PER_FILE = 5
+# OHEditor 0.2.5 keeps the last 10 versions of each file for undo_edit (openhands_aci/editor/editor.py:57 @0.2.5).
+MAX_HISTORY_PER_FILE = 10
 
 
 @dataclass
 class Workspace:
+    """One trajectory's repository; `history` holds, per path, the versions undo_edit goes back to."""
+
     files: dict[str, str]
     original: dict[str, str]
     root: str = ""
@@ -34,6 +36,8 @@ class Workspace:
         """The repository path the model's `path` names, or None when it names none inside the repository."""
         path = path.strip()
         if self.root:
+            if path.rstrip("/") == self.root:
+                return "."
             if not path.startswith(self.root + "/"):
                 return None
             path = path[len(self.root) + 1 :]
