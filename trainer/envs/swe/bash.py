@@ -38,25 +38,39 @@ NO_COMMAND_TO_INPUT = "ERROR: No previous running command to interact with."
 _SNIPPET = r"""
 import json, os, shutil, signal, subprocess, sys
 FILES = json.loads({files!r})
+# The repository in a subdirectory; the output goes to a file beside it, so a process the command leaves behind
+# holds no pipe open and the call returns when bash does (the sandbox kills the rest when the snippet ends).
+os.makedirs("repo")
+os.chdir("repo")
 for path, text in FILES.items():
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 PATH = os.path.dirname(sys.executable) + ":/usr/local/bin:/usr/bin:/bin"
 env = {{"PATH": PATH, "HOME": os.getcwd(), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}}
-proc = subprocess.Popen(["bash", "-c", {command!r}], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+with open("../output.log", "wb") as log:
+    proc = subprocess.Popen(["bash", "-c", {command!r}], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        code = proc.wait(timeout={timeout!r})
+    except subprocess.TimeoutExpired:
+        code = -1
 try:
-    out, _ = proc.communicate(timeout={timeout!r})
-    code = proc.returncode
-except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, signal.SIGKILL)
-    out, _ = proc.communicate()
-    code = -1
-try:
-    os.killpg(proc.pid, signal.SIGKILL)  # whatever the command left running in the background
+    os.killpg(proc.pid, signal.SIGKILL)  # the command's group: what it left running in the background
 except ProcessLookupError:
     pass
+proc.wait()
+with open("../output.log", "rb") as log:
+    log.seek(0, 2)
+    size = log.tell()
+    if size > {max_output!r}:
+        log.seek(0)
+        head = log.read({max_output!r} // 2)
+        log.seek(size - {max_output!r} // 2)
+        out = head + log.read()
+    else:
+        log.seek(0)
+        out = log.read()
 files, unread = {{}}, []
 for top, dirs, names in os.walk("."):
     dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
@@ -70,8 +84,6 @@ for top, dirs, names in os.walk("."):
         except (OSError, UnicodeDecodeError):
             unread.append(path)
 text = out.decode("utf-8", "replace")
-if len(text) > {max_output!r}:
-    text = text[:{max_output!r} // 2] + text[-{max_output!r} // 2:]
 sys.stdout.write({sentinel!r} + json.dumps({{"output": text, "exit_code": code, "files": files, "unread": unread,
     "timed_out": code == -1, "cwd": os.getcwd(), "python": shutil.which("python", path=PATH) or ""}}))
 """
