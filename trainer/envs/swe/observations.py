@@ -7,7 +7,7 @@ result into a user message opening `EXECUTION RESULT of [<tool>]:` (oh openhands
 a command's observation is its output, then its PS1 metadata and exit code
 (oh openhands/events/observation/commands.py:156-164); a call the converter refuses becomes an ErrorObservation,
 a plain user message with `[Error occurred in processing last action]` after it (oh openhands/controller/
-agent_controller.py:683-696, openhands/core/message_utils.py:315-318); a turn with no call gets the fixed
+agent_controller.py:683-696, openhands/core/message_utils.py:321-324); a turn with no call gets the fixed
 `codeact_user_response` (sky verl/workers/agentic/codeact.py:204-251).
 """
 
@@ -68,7 +68,7 @@ def truncate_content(content: str, max_chars: int = MAX_MESSAGE_CHARS) -> str:
 
 
 def error_observation(message: str) -> str:
-    """What the model reads for an ErrorObservation (message_utils.py:315-318)."""
+    """What the model reads for an ErrorObservation (message_utils.py:321-324)."""
     return f"{truncate_content(message)}\n[Error occurred in processing last action]"
 
 

@@ -3,7 +3,7 @@
 SkyRL-v0 runs `git add -A`, then `git diff --no-color --cached <base_commit>` in the repository and keeps the
 output stripped (NovaSky-AI/SkyRL @a0d50c4 verl/workers/agentic/utils.py:318-352); before grading,
 `process_git_patch` drops an empty patch, turns CRLF into LF, drops everything before the first `diff --git` line
-and ends the patch with one newline (utils.py:384-409). Here the repository is text in the trainer, so the diff is
+and ends the patch with one newline (utils.py:380-408). Here the repository is text in the trainer, so the diff is
 taken in a sandbox snippet: the original files committed to a fresh git repository (its HEAD standing for the base
 commit), the current files written over them, then the same two commands. `take_patch` and `process_git_patch`
 are the snippet's code (sent as their source) and are usable outside the sandbox too, on a trusted directory.
@@ -22,7 +22,7 @@ SENTINEL = "\x1etirlab-swe-patch\x1e"
 
 
 def process_git_patch(patch: str) -> str:
-    """SkyRL-v0's clean-up of a taken patch (utils.py:384-409)."""
+    """SkyRL-v0's clean-up of a taken patch (utils.py:380-408)."""
     if not patch.strip():
         return ""
     patch = patch.replace("\r\n", "\n")
