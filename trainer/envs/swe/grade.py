@@ -2,7 +2,8 @@
 
 SkyRL-v0 grades in a fresh runtime of the instance's image (NovaSky-AI/SkyRL @a0d50c4
 verl/workers/agentic/codeact.py:1111-1152): `git apply -v`, and when that fails `patch --batch --fuzz=5 -p1`
-(codeact.py:1000-1006, as SWE-bench v4.0.4 swebench/harness/run_evaluation.py:62-66); then SWE-bench's eval script:
+(codeact.py:1000-1006; SWE-bench v4.0.4's harness has `git apply --verbose --reject` between the two,
+swebench/harness/run_evaluation.py:62-66); then SWE-bench's eval script:
 the files the test patch changes reset to the base, the test patch applied, the tests run
 (swebench/harness/test_spec/python.py:375-395); resolved only if every FAIL_TO_PASS and every PASS_TO_PASS test
 passes (swebench/harness/grading.py:180-216, an empty list counting as all passed), else the reward is 0
