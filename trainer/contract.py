@@ -229,6 +229,32 @@ class TurnIn(_Strict):
     duration_ms: Number | None = Field(None, ge=0, description="Tool execution time.")
 
 
+class SweTestIn(_Strict):
+    name: str = Field(max_length=2_000, description="The test's id, e.g. tests/test_f.py::test_add.")
+    kind: Literal["FAIL_TO_PASS", "PASS_TO_PASS"]
+    passed: StrictBool
+    message: str = Field("", max_length=10_000, description="The failure's last line.")
+
+
+SWE_ENDS = ("finished", "max_turns", "stuck", "context_full", "no_call")
+
+
+class SweOutcomeIn(_Strict):
+    """How a software-engineering trajectory ended, its patch and the hidden tests' results (trainer.envs.swe)."""
+
+    kind: Literal["swe"]
+    end: Literal[SWE_ENDS] = Field(description="finish called, the turn limit, the stuck detector, the context full.")
+    turns: StrictInt = Field(ge=0, le=INT_MAX)
+    calls: StrictInt = Field(0, ge=0, le=INT_MAX)
+    format_errors: StrictInt = Field(0, ge=0, le=INT_MAX)
+    patch: str = Field("", max_length=MAX_LOG_MESSAGE, description="git diff of the repository against its base.")
+    patch_lines: StrictInt = Field(0, ge=0, le=INT_MAX)
+    applied: StrictBool
+    apply_log: str = Field("", max_length=MAX_LOG_MESSAGE)
+    resolved: StrictBool
+    tests: list[SweTestIn] = Field(default_factory=list, max_length=MAX_TURNS)
+
+
 class TrajectoryIn(_Strict):
     """One sampled rollout of a step: its turns, final answer, reward and token counts."""
 
@@ -246,6 +272,9 @@ class TrajectoryIn(_Strict):
     truncated: StrictBool = False
     prompt_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
     response_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+    outcome: SweOutcomeIn | None = Field(
+        None, description="An environment's result of the whole trajectory: the swe environment's patch and tests."
+    )
 
 
 class LogLineIn(_Strict):

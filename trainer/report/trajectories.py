@@ -74,6 +74,7 @@ def trajectory_report(
         truncated=completion.truncated,
         prompt_tokens=len(trajectory.prompt_ids),
         response_tokens=completion.response_tokens,
+        outcome=completion.outcome,
     )
 
 

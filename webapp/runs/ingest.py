@@ -85,6 +85,10 @@ def _trajectory(run: Run, item: TrajectoryIn) -> Trajectory:
     for turn in item.turns:
         texts.extend(text for text in (turn.call, turn.text) if text)
     texts.append(item.final_answer)
+    if item.outcome is not None:
+        # A patch and its failing tests are what one searches a software-engineering run's rollouts for.
+        texts.append(item.outcome.patch)
+        texts.extend(t.name for t in item.outcome.tests if not t.passed)
     return Trajectory(
         run=run,
         step=item.step,
@@ -102,6 +106,7 @@ def _trajectory(run: Run, item: TrajectoryIn) -> Trajectory:
         truncated=item.truncated,
         prompt_tokens=item.prompt_tokens,
         response_tokens=item.response_tokens,
+        outcome=item.outcome.model_dump() if item.outcome is not None else None,
         search_text="\n".join(texts),
     )
 
@@ -119,6 +124,7 @@ _TRAJECTORY_UPDATE_FIELDS = [
     "truncated",
     "prompt_tokens",
     "response_tokens",
+    "outcome",
     "search_text",
 ]
 

@@ -194,6 +194,9 @@ class Trajectory(models.Model):
     truncated = models.BooleanField(default=False)
     prompt_tokens = models.IntegerField(null=True, blank=True)
     response_tokens = models.IntegerField(null=True, blank=True)
+    outcome = models.JSONField(
+        null=True, blank=True, help_text="An environment's result of the trajectory: the swe patch, end and tests."
+    )
     search_text = models.TextField(blank=True, help_text="Prompt, turns and answer as plain text, for search.")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -29,6 +29,7 @@ from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
 from webapp.ui import rollout_samples as samples
 from webapp.ui.external_runs import config_protocol
+from webapp.ui.rollout_swe import swe_view
 
 GROUPS_PER_PAGE = 4
 SEARCH_PAGE_SIZE = 50
@@ -94,6 +95,7 @@ def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | Non
     trajectory.answer_cell = samples.cell(trajectory.answer_text)
     trajectory.ground_truth_text = samples.expected_text(trajectory.ground_truth)
     trajectory.ground_truth_state = samples.ground_truth_state(trajectory.ground_truth)
+    trajectory.swe = swe_view(trajectory.outcome)
     trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
     trajectory.deep_link = (
         _query({"step": trajectory.step, "prompt": trajectory.prompt_index, "sample": trajectory.sample_index})
