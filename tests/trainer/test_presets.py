@@ -182,7 +182,7 @@ def test_an_unknown_preset_names_the_known_ones():
 
 # The papers whose released training script we could read. Each preset spells out every value tirlab has a
 # field for, cited in trainer/presets/, so that a change of tirlab's defaults cannot change a paper preset.
-SCRIPTED = ["torl", "zerotir", "retool", "toolrl", "tool-n1"]
+SCRIPTED = ["torl", "zerotir", "retool", "toolrl", "tool-n1", "skyrl-v0"]
 SPELLED_OUT = {
     "model": {"name_or_path", "dtype"},
     "data": {"train_dataset", "max_prompt_tokens", "max_response_tokens"},

@@ -42,6 +42,7 @@ PRESET_REFUSALS = {
     "retool": ("sft.",),  # the SFT cold start is verl's separate SFT trainer
     "zerotir": ("rollout.async_rollouts", "filtering."),  # one step off-policy; ZeroTIR's replay filters
     "otc-grpo": ("reward.name",),  # OTC-GRPO's reward compares a group's completions
+    "skyrl-v0": ("tools.environment",),  # the swe environment grades the patch in tirlab's trainer
 }
 
 
@@ -58,14 +59,14 @@ def verl_config(overrides: dict[str, Any] | None = None, *, base: dict[str, Any]
 
 
 def without_refusals(config: RunConfig) -> tuple[RunConfig, dict[str, list[str]]]:
-    """`config` with each refused field's section (sft, filtering, reward) or field (async) at its default,
+    """`config` with each refused field's section (sft, filtering, reward, tools) or field (async) at its default,
     and what was refused."""
     refused = verl_refusals(config)
     data = config.model_dump(mode="json")
     defaults = default_config()
     for field in refused:
         section, _, name = field.partition(".")
-        if section in ("sft", "filtering", "reward"):
+        if section in ("sft", "filtering", "reward", "tools"):
             data[section] = defaults[section]
         else:
             data[section][name] = defaults[section][name]

@@ -15,6 +15,7 @@ class Dataset(models.Model):
         ("verl_parquet", "verl parquet"),
         ("function_calling", "function-calling JSONL"),
         ("sft_traces", "SFT traces JSONL"),
+        ("swe", "software-engineering rows (SWE-Gym, SWE-bench)"),
     ]
 
     name = models.CharField(max_length=200)
