@@ -20,6 +20,7 @@ from trainer.models.tiny.cold_start import (
 )
 from trainer.models.tiny.function_calling import ARTIST_FC, FC, TOOL_N1, TOOLRL
 from trainer.models.tiny.retool import RETOOL
+from trainer.models.tiny.swe import SWE
 
 REBUILD = "python -m trainer cold-start --ship"
 
@@ -47,7 +48,7 @@ def shipped_base_model() -> Path:
 
 def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
     derived = []
-    for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC):
+    for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC, SWE):
         path = recipe.shipped()
         assert path is not None, (
             f"no shipped {recipe.name} for its recipe (fingerprint {recipe.fingerprint()}): rebuild it with "

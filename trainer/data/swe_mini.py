@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 
 from trainer.data.arithmetic import example_count
+from trainer.data.swe_rows import parse_swe_row
 from trainer.trajectory import Example
 
 DATA_SOURCE = "swe-mini"
@@ -161,8 +162,6 @@ def swe_mini_rows(size: int | None = None, *, seed: int = 0, split: str = "train
 
 def swe_mini_examples(size: int | None = None, *, seed: int = 0, split: str = "train") -> list[Example]:
     """The rows as the trainer reads them: through the loader of real SWE-Gym rows (trainer.data.swe_rows)."""
-    from trainer.data.swe_rows import parse_swe_row
-
     return [
         parse_swe_row(row, where=f"swe-mini {split} row {i}")
         for i, row in enumerate(swe_mini_rows(size, seed=seed, split=split))

@@ -9,12 +9,23 @@ environment) cannot be graded here and is refused by name.
 
 from typing import Any
 
+from pydantic import Field
+
 from trainer.rewards.base import Response, RewardContext, RewardParams, per_completion, register_reward
 from trainer.trajectory import RewardResult
 
 
 class SweParams(RewardParams):
-    """SkyRL-v0: binary resolved reward; no parameters."""
+    """SkyRL-v0: binary resolved reward."""
+
+    require_finish: bool = Field(
+        False,
+        description=(
+            "Pay a resolved patch only when the trajectory ended with the finish tool (tirlab's; SkyRL-v0 grades "
+            "the patch however the trajectory ended). swe-mini sets it: without it the tiny model learns to stop "
+            "acting after a fix by writing until the context is full, which keeps the fix and never finishes."
+        ),
+    )
 
 
 def _swe_resolved(response: Response, ground_truth: Any, ctx: RewardContext) -> RewardResult:
@@ -25,9 +36,10 @@ def _swe_resolved(response: Response, ground_truth: Any, ctx: RewardContext) -> 
             "has no swe outcome -- run it with tools.environment 'swe'"
         )
     resolved = bool(outcome.get("resolved"))
+    paid = resolved and (not ctx.params.get("require_finish") or outcome.get("end") == "finished")
     details = {"answer": "resolved" if resolved else ("patch did not apply" if not outcome.get("applied") else "")}
     return RewardResult(
-        total=1.0 if resolved else 0.0,
+        total=1.0 if paid else 0.0,
         components={"resolved": float(resolved), "applied": float(bool(outcome.get("applied")))},
         correct=resolved,
         details=details,

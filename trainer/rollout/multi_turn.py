@@ -435,7 +435,8 @@ async def run_trajectory(
             truncated = True
             break
         if output.finish_reason != "stop" or output.stop_string not in stops:
-            follow = env.on_no_call(protocol, context) if output.finish_reason == "stop" else None
+            # The model ended its turn (its end-of-sequence token, or a stop string that calls nothing).
+            follow = env.on_no_call(protocol, context) if output.finish_reason in ("stop", "eos") else None
             if follow is None:
                 break
             if not _append_tool_text(tokenizer, state, follow, settings):

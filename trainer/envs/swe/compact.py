@@ -1,7 +1,7 @@
 """The observations of codeact_mini, the compact spelling of SkyRL-v0's tools for the tiny model.
 
 The tiny model's context is 1,024 characters, so each observation says what SkyRL-v0's says in a few
-characters (docs/fidelity.md, "swe-mini"): a command's output followed by its exit code as `[exit N]` (SkyRL-v0:
+characters (docs/fidelity.md, "Preset swe-mini"): a command's output followed by its exit code as `[exit N]` (SkyRL-v0:
 `[Command finished with exit code N]`), `edited` for a successful edit (SkyRL-v0: the edited snippet under
 `cat -n`), `error` for a refused call or failed edit, and `Please continue.` for a turn without a call.
 The SFT traces of the

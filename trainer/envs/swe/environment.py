@@ -62,6 +62,7 @@ def _state(context: CallContext, protocol: Protocol) -> dict[str, Any]:
             "format_errors": 0,
             "end": None,
             "history": [],
+            "no_call_replies": 0,
         }
     return swe
 
@@ -91,11 +92,14 @@ class SweEnvironment(Environment):
         swe["calls"] += 1
         block = protocol.extract_call(protocol.close_call(stopped)) or ""
         call = protocol.parse_call(block)
-        text, status = await self._run(protocol, call, swe, context)
-        if call is not None and call.tool == FINISH:
+        text, status, seen, refused = await self._run(protocol, call, swe, context)
+        if call is not None and call.tool == FINISH and not refused:
             swe["end"] = "finished"
         else:
-            swe["history"].append((block, text, status != "ok"))
+            # OpenHands' stuck detector compares the action, the observation (a command's by command and exit
+            # code) and whether the observation is a refusal (trainer.envs.swe.stuck).
+            # The action is the turn's text: the thought and the call, generated since the last observation.
+            swe["history"].append((protocol._after_last_output(stopped), seen, refused))
             if is_stuck(swe["history"]):
                 swe["end"] = "stuck"
             elif context.max_calls is not None and swe["turns"] >= context.max_calls:
@@ -104,33 +108,39 @@ class SweEnvironment(Environment):
 
     async def _run(
         self, protocol: CodeActProtocol, call: ParsedCall | None, swe: dict[str, Any], context: CallContext
-    ) -> tuple[str, str]:
-        """The observation of one call and its status ("ok", or "error" for a refused or failed call)."""
+    ) -> tuple[str, str, str, bool]:
+        """One call: its observation, its status ("ok", or "error" for a refused or failed call), what the stuck
+        detector compares of the observation, and whether the converter refused the call."""
         short = _compact(protocol)
         workspace: Workspace = swe["workspace"]
-        if call is None or call.tool not in (EXECUTE_BASH, STR_REPLACE_EDITOR, FINISH):
+        if call is None:
+            params, refusal = {}, observations.format_error(None)
+        else:
+            params, refusal = observations.validate_call(call.tool, call.params)
+        if refusal is not None:
+            # A refused call is an ErrorObservation: its message, without the EXECUTION RESULT line.
             swe["format_errors"] += 1
-            message = observations.format_error(call.tool if call is not None else None)
-            return (compact.error(message) if short else message), "error"
+            return (compact.error(refusal) if short else refusal), "error", refusal, True
+        assert call is not None
         if call.tool == FINISH:
-            return "", "ok"
+            return "", "ok", "", False
         if call.tool == EXECUTE_BASH:
+            command = str(params.get("command", ""))
             result = await execute_bash(
-                workspace,
-                call.params.get("command", ""),
-                is_input=call.params.get("is_input") == "true",
-                context=context,
+                workspace, command, is_input=str(params.get("is_input", "")).lower() == "true", context=context
             )
             status = "ok" if result.status in ("ok", "error") else result.status
+            seen = f"{command}\n{result.exit_code}"
             if short:
-                return compact.bash(result.output, result.exit_code), status
-            return observations.execution_result(EXECUTE_BASH, result.text), status
-        params = {k: v for k, v in call.params.items() if k in _EDITOR_PARAMS}
-        edited = str_replace_editor(workspace, **params)
+                return compact.bash(result.output, result.exit_code), status, seen, False
+            return observations.execution_result(EXECUTE_BASH, result.text), status, seen, False
+        edit = {k: v for k, v in params.items() if k in _EDITOR_PARAMS}
+        edited = str_replace_editor(workspace, **edit)
+        status = "error" if edited.error else "ok"
         if short:
-            text = compact.error(edited.text) if edited.error else _compact_editor(workspace, params)
-            return text, "error" if edited.error else "ok"
-        return observations.execution_result(STR_REPLACE_EDITOR, edited.text), "error" if edited.error else "ok"
+            text = compact.error(edited.text) if edited.error else _compact_editor(workspace, edit)
+            return text, status, edited.text, False
+        return observations.execution_result(STR_REPLACE_EDITOR, edited.text), status, edited.text, False
 
     def append_output(
         self, protocol: Protocol, stopped: str, execution: ToolExecution | None, feedback: Feedback
@@ -148,8 +158,10 @@ class SweEnvironment(Environment):
         if context.max_calls is not None and swe["turns"] >= context.max_calls:
             swe["end"] = "max_turns"
             return None
-        message = compact.NO_CALL if _compact(protocol) else observations.NO_CALL
-        return protocol.wrap_no_call(message)
+        if _compact(protocol):
+            return protocol.wrap_no_call(compact.NO_CALL)
+        swe["no_call_replies"] += 1
+        return protocol.wrap_no_call(observations.no_call_message(swe["no_call_replies"] - 1))
 
     def finished(self, context: CallContext) -> bool:
         swe = context.state.get("swe")
