@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.browser._helpers import in_thread, log_in, screenshot
-from trainer.rewards import REWARD_NAMES
+from trainer.rewards import TEXT_REWARD_NAMES
 from webapp.rewards.models import RewardConfig
 from webapp.rewards.services import builtin_reward_configs_seed
 from webapp.ui.reward_examples import EXAMPLES
@@ -146,7 +146,7 @@ def test_toolrl_scores_the_expected_json_of_the_rollouts_page_as_its_text_form(p
 
 def test_every_reward_fills_in_an_example_that_scores_and_totals_are_rounded(page, live_server, researcher):
     log_in(page, live_server, "/rewards/")
-    for reward in REWARD_NAMES:
+    for reward in TEXT_REWARD_NAMES:
         page.goto(f"{live_server.url}/rewards/?reward={reward}")
         example = EXAMPLES[reward]
         assert page.get_attribute("textarea[name=ground_truth]", "placeholder") == example.ground_truth_hint

@@ -17,6 +17,8 @@ TURNS = {
     "artist": "<think>multiply</think>\n<python>\nprint(6 * 7)\n</python>",
     "tool_call_json": '<think>look it up</think>\n<tool_call>\n{"name": "mul", "parameters": {"a": 6}}\n</tool_call>',
     "artist_fc": '<reasoning>look it up</reasoning>\n<tool>\n{"name": "mul", "arguments": {"a": 6}}\n</tool>',
+    "codeact": "Let me look.\n<function=execute_bash>\n<parameter=command>ls</parameter>\n</function",
+    "codeact_mini": "<f=bash><p=cmd>ls</p></f>",
 }
 
 AWKWARD = [
@@ -51,7 +53,9 @@ def test_the_call_shown_is_the_call_executed(name: str) -> None:
 
 @pytest.mark.parametrize("name", PROTOCOL_NAMES)
 def test_every_protocol_says_how_to_highlight_its_calls(name: str) -> None:
-    assert get_protocol(name).call_language == ("json" if name in ("tool_call_json", "artist_fc") else "python")
+    # codeact's calls are text function blocks, shown unhighlighted.
+    expected = {"tool_call_json": "json", "artist_fc": "json", "codeact": "text", "codeact_mini": "text"}
+    assert get_protocol(name).call_language == expected.get(name, "python")
 
 
 def test_python_markdown_markers_stay_prose() -> None:

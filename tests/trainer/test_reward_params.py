@@ -21,7 +21,7 @@ def _errors(name: Any, params: Any) -> dict[str, list[str]]:
 
 
 def test_every_papers_reward_is_registered_by_name_and_the_combinator_comes_last() -> None:
-    papers = ("artist", "artist_fc", "otc_grpo", "otc_ppo", "retool", "tool_n1", "toolrl", "torl", "zerotir")
+    papers = ("artist", "artist_fc", "otc_grpo", "otc_ppo", "retool", "swe", "tool_n1", "toolrl", "torl", "zerotir")
     assert REWARD_NAMES == (*papers, "weighted")
 
 

@@ -124,7 +124,8 @@ class CodeAct(CodeActProtocol):
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(
         r"(?P<tool>>?(?:<\|im_end\|>)?\n<\|im_start\|>user\n.*?<\|im_end\|>\n<\|im_start\|>assistant\n)", re.DOTALL
     )
-    call_re: ClassVar[re.Pattern[str]] = re.compile(r"<function=[^>\n]*>(?P<call>.*?)(?=</function|\Z)", re.DOTALL)
+    # The whole function block is the call (what extract_call returns and the environment runs), markers included.
+    call_re: ClassVar[re.Pattern[str]] = re.compile(r"(?P<call><function=[^>\n]*>.*?(?:</function|\Z))", re.DOTALL)
 
     def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         text = result.output if isinstance(result, ToolExecution) else result
@@ -162,7 +163,7 @@ class CodeActMini(CodeActProtocol):
         "range": "view_range",
     }
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(r"(?P<tool><r>.*?</r>\n)", re.DOTALL)
-    call_re: ClassVar[re.Pattern[str]] = re.compile(r"<f=[^>\n]*>(?P<call>.*?)(?=</f>|\Z)", re.DOTALL)
+    call_re: ClassVar[re.Pattern[str]] = re.compile(r"(?P<call><f=[^>\n]*>.*?(?:</f>|\Z))", re.DOTALL)
 
     def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
         text = result.output if isinstance(result, ToolExecution) else result

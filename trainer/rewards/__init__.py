@@ -36,6 +36,8 @@ from trainer.trajectory import Completion, RewardResult
 # Every module of this package registers its rewards (trainer.registry): one file per paper.
 REWARD_NAMES: tuple[str, ...] = REWARDS.names()
 REWARD_DESCRIPTIONS: dict[str, str] = {name: reward.description for name, reward in REWARDS.items()}
+# The rewards that score a completion's text (all but those reading an environment's outcome, such as swe).
+TEXT_REWARD_NAMES: tuple[str, ...] = tuple(name for name, reward in REWARDS.items() if not reward.needs_outcome)
 
 _DEFAULT_STATE = RewardState()
 
@@ -101,6 +103,7 @@ __all__ = [
     "REWARDS",
     "REWARD_DESCRIPTIONS",
     "REWARD_NAMES",
+    "TEXT_REWARD_NAMES",
     "TRAIN_SPLIT",
     "VAL_SPLIT",
     "RewardParamsError",

@@ -141,6 +141,9 @@ class RegisteredReward:
     params: type[RewardParams]  # validates the reward's parameters and holds their paper defaults
     description: str  # one line, shown where a reward is chosen
     protocol: str  # how a plain-text completion is read
+    # Scores what an environment made of the trajectory (Completion.outcome: the swe environment's graded patch),
+    # not its text: a text alone, as the rewards page's "try it" sends, cannot be scored.
+    needs_outcome: bool = False
 
 
 # The combinator last; the papers' rewards by name.
@@ -150,13 +153,26 @@ REWARDS: Registry[RegisteredReward] = Registry(
 
 
 def register_reward(
-    name: str, *, params: type[RewardParams], description: str, protocol: str = "python_markdown"
+    name: str,
+    *,
+    params: type[RewardParams],
+    description: str,
+    protocol: str = "python_markdown",
+    needs_outcome: bool = False,
 ) -> Callable[[GroupReward], GroupReward]:
     """Register a group reward under `name`, with the model of its parameters and its description."""
 
     def decorator(func: GroupReward) -> GroupReward:
         REWARDS.register(
-            name, RegisteredReward(name=name, func=func, params=params, description=description, protocol=protocol)
+            name,
+            RegisteredReward(
+                name=name,
+                func=func,
+                params=params,
+                description=description,
+                protocol=protocol,
+                needs_outcome=needs_outcome,
+            ),
         )
         return func
 

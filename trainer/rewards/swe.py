@@ -51,4 +51,5 @@ swe = register_reward(
     params=SweParams,
     description="1 when the patch resolves the instance: every FAIL_TO_PASS and PASS_TO_PASS test passes (SkyRL-v0).",
     protocol="codeact",
+    needs_outcome=True,
 )(per_completion(_swe_resolved))
