@@ -237,6 +237,9 @@ class SweTestIn(_Strict):
 
 
 SWE_ENDS = ("finished", "max_turns", "stuck", "context_full", "no_call")
+# An instance's FAIL_TO_PASS + PASS_TO_PASS: a real SWE-Gym / SWE-bench instance's PASS_TO_PASS can run past a
+# thousand ids (parametrized tests), more than MAX_TURNS.
+MAX_SWE_TESTS = 20_000
 
 
 class SweOutcomeIn(_Strict):
@@ -252,7 +255,7 @@ class SweOutcomeIn(_Strict):
     applied: StrictBool
     apply_log: str = Field("", max_length=MAX_LOG_MESSAGE)
     resolved: StrictBool
-    tests: list[SweTestIn] = Field(default_factory=list, max_length=MAX_TURNS)
+    tests: list[SweTestIn] = Field(default_factory=list, max_length=MAX_SWE_TESTS)
 
 
 class TrajectoryIn(_Strict):

@@ -7,6 +7,7 @@ import re
 import pytest
 from django.test import Client
 
+from trainer.contract import TrajectoryIn
 from webapp.runs.ingest import IngestRejected, ingest_batch
 from webapp.runs.models import Trajectory
 
@@ -102,3 +103,97 @@ def test_model_text_in_a_patch_is_escaped(client, make_run):
     ingest_batch(run_id=run.pk, token=token, payload={"trajectories": [trajectory(0, hostile)]})
     html = client.get(f"/runs/{run.pk}/rollouts/").content.decode()
     assert "<script>window.__pwned" not in html and "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"kind": "sql"}, "trajectories.1.outcome.kind"),
+        ({"applied": "yes"}, "trajectories.1.outcome.applied"),
+        ({"turns": -1}, "trajectories.1.outcome.turns"),
+        ({"surprise": 1}, "trajectories.1.outcome.surprise"),
+        ({"patch": "+" * 1_000_001}, "trajectories.1.outcome.patch"),
+        (
+            {"tests": [{"name": "t", "kind": "FLAKY", "passed": True, "message": ""}]},
+            "trajectories.1.outcome.tests.0.kind",
+        ),
+    ],
+)
+def test_each_malformed_outcome_is_refused_with_its_field(make_run, change, field):
+    run, token = make_run()
+    with pytest.raises(IngestRejected) as refused:
+        ingest_batch(
+            run_id=run.pk,
+            token=token,
+            payload={"trajectories": [trajectory(0, outcome()), trajectory(1, outcome(**change))]},
+        )
+    assert field in refused.value.errors, refused.value.errors
+    assert not Trajectory.objects.filter(run=run).exists()
+
+
+def test_a_trajectory_without_an_outcome_stores_none(make_run):
+    run, token = make_run()
+    plain = trajectory(0, outcome())
+    del plain["outcome"]
+    ingest_batch(run_id=run.pk, token=token, payload={"trajectories": [plain]})
+    assert Trajectory.objects.get(run=run).outcome is None
+
+
+def test_search_finds_a_patch_and_a_failing_test(client, make_run):
+    run, token = make_run(config={"tools": {"protocol": "codeact_mini", "environment": "swe"}})
+    ingest_batch(run_id=run.pk, token=token, payload={"trajectories": [trajectory(0, outcome())]})
+    api = f"/api/v1/runs/{run.pk}/trajectories/"
+    assert len(client.get(f"{api}?q=return a %2B b").json()["results"]) == 1
+    assert len(client.get(f"{api}?q=test_inc_0").json()["results"]) == 1  # failed: searchable
+    assert len(client.get(f"{api}?q=test_add_0").json()["results"]) == 0  # passed: not
+
+
+def test_the_diff_lines_kinds():
+    from webapp.ui.rollout_swe import diff_lines, exit_code, swe_view
+
+    patch = (
+        "diff --git a/f.py b/f.py\n--- a/f.py\n+++ b/f.py\n@@ -1,3 +1,3 @@\n x = 1\n--- y = 2\n+++ y = 3\n"
+        " z\n\\ No newline at end of file\ndiff --git a/g.py b/g.py\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/g.py\n@@ -0,0 +1 @@\n+print(1)\n"
+    )
+    kinds = [(line.kind, line.text) for line in diff_lines(patch)]
+    assert kinds == [
+        ("file", "diff --git a/f.py b/f.py"),
+        ("file", "--- a/f.py"),
+        ("file", "+++ b/f.py"),
+        ("hunk", "@@ -1,3 +1,3 @@"),
+        ("context", " x = 1"),
+        ("remove", "--- y = 2"),  # inside the hunk: a removed line, not a header
+        ("add", "+++ y = 3"),
+        ("context", " z"),
+        ("context", "\\ No newline at end of file"),
+        ("file", "diff --git a/g.py b/g.py"),
+        ("file", "new file mode 100644"),
+        ("file", "--- /dev/null"),
+        ("file", "+++ b/g.py"),
+        ("hunk", "@@ -0,0 +1 @@"),
+        ("add", "+print(1)"),
+    ]
+    assert exit_code("EXECUTION RESULT of [execute_bash]:\nF\n[Command finished with exit code 1]") == "1"
+    assert exit_code("5\n[exit 0]") == "0"
+    assert exit_code("edited") == ""
+    view = swe_view(outcome(applied=False, resolved=False, tests=[
+        {"name": "t", "kind": "FAIL_TO_PASS", "passed": False, "message": "not run"}
+    ]))  # fmt: skip
+    assert view["tests"][0]["result"] == "not run" and view["tests"][0]["message"] == ""
+    assert view["cell"] == "finished · +1 −1 · not applied"
+    assert swe_view({"kind": "other"}) is None and swe_view(None) is None
+
+
+def test_thousands_of_tests_are_taken_and_the_page_lists_those_that_did_not_pass():
+    from webapp.ui.rollout_swe import TESTS_SHOWN, swe_view
+
+    tests = [{"name": f"t{i}", "kind": "PASS_TO_PASS", "passed": i % 1000 != 7, "message": ""} for i in range(5000)]
+    TrajectoryIn.model_validate(trajectory(0, outcome(tests=tests, resolved=False)))
+    view = swe_view(outcome(tests=tests, resolved=False))
+    assert len(view["tests_shown"]) == TESTS_SHOWN
+    assert {t["name"] for t in view["tests_shown"] if not t["passed"]} == {f"t{i}" for i in range(7, 5000, 1000)}
+    assert view["tests_hidden"] == 5000 - TESTS_SHOWN and view["passed"] == 4995
+    assert view["tests_hidden_failing"] == 0
+    unrun = swe_view(outcome(tests=[{**t, "passed": False} for t in tests], applied=False, resolved=False))
+    assert len(unrun["tests_shown"]) == TESTS_SHOWN and unrun["tests_hidden_failing"] == 5000 - TESTS_SHOWN

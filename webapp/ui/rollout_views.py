@@ -29,7 +29,7 @@ from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
 from webapp.ui import rollout_samples as samples
 from webapp.ui.external_runs import config_protocol
-from webapp.ui.rollout_swe import swe_view
+from webapp.ui.rollout_swe import mark_turns, swe_view
 
 GROUPS_PER_PAGE = 4
 SEARCH_PAGE_SIZE = 50
@@ -96,6 +96,9 @@ def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | Non
     trajectory.ground_truth_text = samples.expected_text(trajectory.ground_truth)
     trajectory.ground_truth_state = samples.ground_truth_state(trajectory.ground_truth)
     trajectory.swe = swe_view(trajectory.outcome)
+    if trajectory.swe is not None:
+        trajectory.answer_cell = trajectory.swe["cell"]
+        mark_turns(trajectory.turn_views)
     trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
     trajectory.deep_link = (
         _query({"step": trajectory.step, "prompt": trajectory.prompt_index, "sample": trajectory.sample_index})
