@@ -84,6 +84,10 @@ def test_an_outcome_is_stored_returned_and_shown_as_a_diff_and_a_test_table(clie
     assert ("pass", "test_f.py::test_add_0") in rows and ("fail", "test_f.py::test_inc_0") in rows
     assert "patch did not apply" in html and "turn limit" in html and "resolved" in html
     assert "error: patch failed: f.py:1" in html
+    # Side by side: both outcomes, in the pair's two columns.
+    pair = client.get(f"/runs/{run.pk}/rollouts/?step=0&prompt=0&pair=0,1").content.decode()
+    columns = pair.split('<section class="pair"')[1].split('<div class="samples"')[0]
+    assert columns.count('<section class="swe-outcome"') == 2
 
 
 def test_a_malformed_outcome_is_refused_by_field_and_nothing_is_written(make_run):
