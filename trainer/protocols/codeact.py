@@ -56,6 +56,9 @@ class CodeActProtocol(Protocol):
     # The spelling's names for SkyRL-v0's tools and parameters (identity for codeact).
     tool_names: ClassVar[dict[str, str]] = {}
     param_names: ClassVar[dict[str, str]] = {}
+    # What an observation is framed in: the spelling's opening and closing.
+    observation_open: ClassVar[str]
+    observation_close: ClassVar[str]
     call_language: ClassVar[str] = "text"
     environments: ClassVar[tuple[str, ...]] = ("swe",)
     headline_metrics: ClassVar[tuple[str, ...]] = SWE_HEADLINE_METRICS
@@ -94,6 +97,10 @@ class CodeActProtocol(Protocol):
             params[self.param_names.get(name, name)] = value
         return ParsedCall(tool=self.tool_names.get(tool, tool), params=params)
 
+    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
+        text = result.output if isinstance(result, ToolExecution) else result
+        return f"{self.observation_open}{text}{self.observation_close}"
+
     def close_call(self, stopped: str) -> str:
         """Text that stopped at the marker (vLLM leaves it out) with its call closed: what finish leaves."""
         marker = self.stop_marker or ""
@@ -119,17 +126,13 @@ class CodeAct(CodeActProtocol):
     function_tag: ClassVar[str] = "function"
     parameter_tag: ClassVar[str] = "parameter"
     # The observation as the next user turn of a ChatML conversation, after the completed `</function>`.
-    user_open: ClassVar[str] = "<|im_end|>\n<|im_start|>user\n"
-    user_close: ClassVar[str] = "<|im_end|>\n<|im_start|>assistant\n"
+    observation_open: ClassVar[str] = "<|im_end|>\n<|im_start|>user\n"
+    observation_close: ClassVar[str] = "<|im_end|>\n<|im_start|>assistant\n"
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(
         r"(?P<tool>>?(?:<\|im_end\|>)?\n<\|im_start\|>user\n.*?<\|im_end\|>\n<\|im_start\|>assistant\n)", re.DOTALL
     )
     # The whole function block is the call (what extract_call returns and the environment runs), markers included.
     call_re: ClassVar[re.Pattern[str]] = re.compile(r"(?P<call><function=[^>\n]*>.*?(?:</function|\Z))", re.DOTALL)
-
-    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
-        text = result.output if isinstance(result, ToolExecution) else result
-        return f"{self.user_open}{text}{self.user_close}"
 
     def close_call(self, stopped: str) -> str:
         # vLLM leaves the stop string out; the environment completes `</function` to `</function>`.
@@ -140,11 +143,11 @@ class CodeAct(CodeActProtocol):
 
     def wrap_no_call(self, message: str) -> str:
         # The model's end of turn (<|im_end|>) is its last generated token already: the user turn follows it.
-        return f"\n<|im_start|>user\n{message}{self.user_close}"
+        return f"\n<|im_start|>user\n{message}{self.observation_close}"
 
     def output_body(self, tool_text: str) -> str:
         body = tool_text.removeprefix(">").removeprefix("<|im_end|>").removeprefix("\n<|im_start|>user\n")
-        return body.removesuffix(self.user_close)
+        return body.removesuffix(self.observation_close)
 
 
 @register_protocol
@@ -162,9 +165,7 @@ class CodeActMini(CodeActProtocol):
         "line": "insert_line",
         "range": "view_range",
     }
+    observation_open: ClassVar[str] = "<r>"
+    observation_close: ClassVar[str] = "</r>\n"
     tool_output_re: ClassVar[re.Pattern[str] | None] = re.compile(r"(?P<tool><r>.*?</r>\n)", re.DOTALL)
     call_re: ClassVar[re.Pattern[str]] = re.compile(r"(?P<call><f=[^>\n]*>.*?(?:</f>|\Z))", re.DOTALL)
-
-    def wrap_output(self, result: ToolExecution | str, *, feedback: Feedback = TIRLAB_FEEDBACK) -> str:
-        text = result.output if isinstance(result, ToolExecution) else result
-        return f"<r>{text}</r>\n"

@@ -31,8 +31,6 @@ from trainer.protocols.codeact import EXECUTE_BASH, FINISH, STR_REPLACE_EDITOR, 
 from trainer.protocols.feedback import Feedback
 from trainer.trajectory import ToolExecution
 
-_EDITOR_PARAMS = ("command", "path", "file_text", "old_str", "new_str", "insert_line", "view_range")
-
 
 class SweTaskError(ValueError):
     """A trajectory of the swe environment without a runnable instance."""
@@ -134,11 +132,11 @@ class SweEnvironment(Environment):
             if short:
                 return compact.bash(result.output, result.exit_code), status, seen, False
             return observations.execution_result(EXECUTE_BASH, result.text), status, seen, False
-        edit = {k: v for k, v in params.items() if k in _EDITOR_PARAMS}
-        edited = str_replace_editor(workspace, **edit)
+        # validate_call kept only the editor's own parameters, typed.
+        edited = str_replace_editor(workspace, **params)
         status = "error" if edited.error else "ok"
         if short:
-            text = compact.error(edited.text) if edited.error else _compact_editor(workspace, edit)
+            text = compact.error(edited.text) if edited.error else _compact_editor(workspace, params)
             return text, status, edited.text, False
         return observations.execution_result(STR_REPLACE_EDITOR, edited.text), status, edited.text, False
 
