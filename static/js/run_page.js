@@ -251,10 +251,24 @@
         unsingle(key);
         moved = true;
       }
-      series[key] = s;
+      series[key] = withLaterSteps(s, series[key]);
       if (charts[key]) charts[key].dirty = true;
     });
     if (moved) showSingles();
+  }
+
+  // An answer read before the socket's last events must not take their points away: the steps the
+  // page holds after the answer's last one (appended while the request was under way) stay.
+  const FIELDS = ["x", "step", "min", "max", "last", "count"];
+  function withLaterSteps(fetched, held) {
+    const n = fetched.step.length;
+    if (!held || !held.step.length) return fetched;
+    if (!n) return held;
+    const lastFetched = fetched.step[n - 1];
+    held.step.forEach(function (step, i) {
+      if (step > lastFetched) FIELDS.forEach(function (f) { fetched[f].push(held[f][i]); });
+    });
+    return fetched;
   }
 
   async function loadAll() {

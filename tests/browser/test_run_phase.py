@@ -103,8 +103,17 @@ def test_the_cold_starts_loss_is_drawn_live_from_its_websocket(page, live_server
             report_progress(reporter, 1, 40, 2.0, elapsed_s=0.5)
             wait_for_phase(run, "sft")
             log_in(page, live_server, f"/runs/{run.pk}/", wait_for="#run-phase:not([hidden])")
+            page.wait_for_function("window.tirlabRunPage.allLoadedMs !== undefined")
+            # The snapshot makes the page re-read the loss; its answer (step 1) is held until the
+            # socket has brought steps 2-40, as a loaded machine may answer it (CI lost this race).
+            held = []
+            page.route(f"**/api/v1/runs/{run.pk}/metrics/?*", lambda route: held.append((route, route.fetch())))
             socket.connect()
             page.wait_for_function("document.getElementById('live-state').textContent === 'live'")
+            deadline = time.monotonic() + 10
+            while not held:
+                assert time.monotonic() < deadline, "the snapshot did not re-read the loss"
+                page.wait_for_timeout(50)
             for step in range(2, 41):
                 report_progress(reporter, step, 40, 2.0 / step, elapsed_s=0.5 * step)
             pushed: set[int] = set()
@@ -112,10 +121,17 @@ def test_the_cold_starts_loss_is_drawn_live_from_its_websocket(page, live_server
                 event = socket.forward_until("metrics")
                 pushed.update(row["step"] for row in event["data"]["steps"])
             chart = ".chart[data-key='sft/loss']"
-            page.wait_for_function(
+            forty = (
                 f'document.querySelector("{chart}") && document.querySelector("{chart}").data'
                 f' && document.querySelector("{chart}").data[2].customdata.length === 40'
             )
+            page.wait_for_function(forty)
+            drawn = page.evaluate("window.tirlabRunPage.chartsDrawn")
+            route, answer = held[0]
+            assert "sft%2Floss" in route.request.url
+            route.fulfill(response=answer)
+            page.wait_for_function(f"window.tirlabRunPage.chartsDrawn > {drawn}")
+            assert page.evaluate(forty)
             points = page.evaluate(f'document.querySelector("{chart}").data[2]')
             assert points["x"] == list(range(1, 41))  # by SFT step
             assert page.inner_text("#run-last-step") == "—" and page.is_visible("#run-phase")
