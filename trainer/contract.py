@@ -229,11 +229,14 @@ class TurnIn(_Strict):
     duration_ms: Number | None = Field(None, ge=0, description="Tool execution time.")
 
 
+MAX_SWE_TEST_NAME, MAX_SWE_TEST_MESSAGE = 2_000, 10_000
+
+
 class SweTestIn(_Strict):
-    name: str = Field(max_length=2_000, description="The test's id, e.g. tests/test_f.py::test_add.")
+    name: str = Field(max_length=MAX_SWE_TEST_NAME, description="The test's id, e.g. tests/test_f.py::test_add.")
     kind: Literal["FAIL_TO_PASS", "PASS_TO_PASS"]
     passed: StrictBool
-    message: str = Field("", max_length=10_000, description="The failure's last line.")
+    message: str = Field("", max_length=MAX_SWE_TEST_MESSAGE, description="The failure's last line.")
 
 
 SWE_ENDS = ("finished", "max_turns", "stuck", "context_full", "no_call")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from sandbox import SandboxPool
+from trainer.contract import MAX_LOG_MESSAGE, SweOutcomeIn
 from trainer.envs import CallContext
-from trainer.envs.swe.grade import grade, grade_workspace
+from trainer.envs.swe.grade import Grade, TestOutcome, grade, grade_workspace
 from trainer.envs.swe.patch import make_patch, process_git_patch
 from trainer.envs.swe.workspace import Workspace
 
@@ -142,3 +143,19 @@ def test_the_test_patch_files_are_reset_before_the_test_patch(pool):
     workspace.files["test_g.py"] = "def test_g():\n    raise SystemExit\n"  # the model's edit of the test
     graded = asyncio.run(grade_workspace(workspace, instance, context=context(pool)))
     assert graded.applied and graded.resolved
+
+
+def test_a_patch_past_the_reports_limit_is_clipped_and_the_trajectory_still_reports():
+    # A model that writes a large file: its patch runs past what the dashboard stores (MAX_LOG_MESSAGE).
+    lines = "".join(f"+{i}\n" for i in range(40_000))
+    header = "diff --git a/big.txt b/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/big.txt\n"
+    patch = f"{header}@@ -0,0 +1,40000 @@\n{lines}"
+    failure = TestOutcome("test_f.py::test_add", "FAIL_TO_PASS", False, "E" * 50_000)
+    graded = Grade(patch=patch, applied=True, apply_log="x" * 200_000, tests=(failure,))
+    outcome = graded.as_outcome()
+    reported = SweOutcomeIn.model_validate({"kind": "swe", "end": "finished", "turns": 2, **outcome})
+    assert len(reported.patch) == MAX_LOG_MESSAGE and reported.patch.startswith(patch[:1000])
+    assert reported.patch.endswith(f"[... patch clipped: {len(patch):,} characters ...]")
+    assert reported.patch_lines == 40_000  # counted on the whole patch
+    assert reported.apply_log.endswith("[... apply log clipped: 200,000 characters ...]")
+    assert reported.tests[0].message.endswith("[... message clipped: 50,000 characters ...]")

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.contract import MAX_LOG_MESSAGE, MAX_SWE_TEST_MESSAGE, MAX_SWE_TEST_NAME
 from trainer.envs.base import CallContext
 from trainer.envs.swe.patch import PATCH_SOURCE
 from trainer.envs.swe.workspace import Workspace
@@ -128,15 +129,33 @@ class Grade:
         return sum(1 for line in self.patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- ")))
 
     def as_outcome(self) -> dict[str, Any]:
-        """The patch and the grading as a trajectory's outcome reports them (trainer.contract)."""
+        """The patch and the grading as a trajectory's outcome reports them (trainer.contract), clipped to the
+        report's limits: a model that writes a large file leaves a patch the dashboard would refuse, and a
+        trajectory the dashboard refuses fails the run where it is made (trainer.report.trajectories)."""
         return {
-            "patch": self.patch,
+            "patch": clip(self.patch, MAX_LOG_MESSAGE, "patch"),
             "patch_lines": self.patch_lines,
             "applied": self.applied,
-            "apply_log": self.apply_log,
+            "apply_log": clip(self.apply_log, MAX_LOG_MESSAGE, "apply log"),
             "resolved": self.resolved,
-            "tests": [{"name": t.name, "kind": t.kind, "passed": t.passed, "message": t.message} for t in self.tests],
+            "tests": [
+                {
+                    "name": clip(t.name, MAX_SWE_TEST_NAME, "name"),
+                    "kind": t.kind,
+                    "passed": t.passed,
+                    "message": clip(t.message, MAX_SWE_TEST_MESSAGE, "message"),
+                }
+                for t in self.tests
+            ],
         }
+
+
+def clip(text: str, limit: int, what: str) -> str:
+    """`text`, or its head with a last line saying how long it was when it runs past `limit` characters."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[... {what} clipped: {len(text):,} characters ...]"
+    return text[: limit - len(note)] + note
 
 
 def _tests(instance: dict[str, Any]) -> list[tuple[str, str]]:
