@@ -16,7 +16,7 @@ from trainer.protocols import Feedback, get_protocol
 ENV = get_environment("swe")
 FEEDBACK = Feedback("tirlab")
 ROW = swe_mini_rows(1, seed=3)[0]["instance"]
-ISSUE = ROW["problem_statement"]  # e.g. "dec(8) returns 6, expected 7."
+ISSUE = ROW["problem_statement"]  # e.g. "dec(8) returns 6, expected 7 (python repro.py)."
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +53,27 @@ def drive(pool, protocol_name: str, calls: list[str], max_calls: int = 5) -> tup
     return text, outcome, context
 
 
-def test_the_mini_fixes_runs_the_example_and_finishes(pool):
+def test_the_mini_runs_the_reproducer_fixes_and_finishes(pool):
     buggy, right = _buggy_and_right(ROW)
-    call = ISSUE.split(" returns")[0]
+    repro = "<f=bash><p=cmd>python repro.py</p></f>"
     text, outcome, _ = drive(
         pool,
         "codeact_mini",
         [
+            repro,
             f"<f=edit><p=cmd>str_replace</p><p=path>f.py</p><p=old>{buggy}</p><p=new>{right}</p></f>",
-            f'<f=bash><p=cmd>python -c "import f;print(f.{call})"</p></f>',
+            repro,
             "<f=finish></f>",
         ],
     )
-    want = ISSUE.split("expected ")[1].rstrip(".")
-    assert "<r>edited</r>\n" in text and f"<r>{want}\n[exit 0]</r>\n" in text and text.endswith("<f=finish></f>")
-    assert outcome["end"] == "finished" and outcome["turns"] == 3 and outcome["resolved"] and outcome["applied"]
+    got, want = ISSUE.split(" returns ")[1].split(" (")[0].split(", expected ")
+    # The issue's reproducer prints the example's value and fails until the fix is in.
+    assert f"<r>{got}\n[exit 1]</r>\n" in text and f"<r>{want}\n[exit 0]</r>\n" in text
+    assert "<r>edited</r>\n" in text and text.endswith("<f=finish></f>")
+    assert outcome["end"] == "finished" and outcome["turns"] == 4 and outcome["resolved"] and outcome["applied"]
+    # The patch is the fix alone: the reproducer is the repository's, unchanged.
     assert outcome["patch"].startswith("diff --git a/f.py b/f.py") and outcome["patch_lines"] == 2
+    assert "repro.py" not in outcome["patch"]
     assert {t["kind"] for t in outcome["tests"]} == {"FAIL_TO_PASS", "PASS_TO_PASS"}
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.data.swe_mini import KINDS_BY_NAME, SOURCE_FILE, TEST_FILE, swe_mini_rows
+from trainer.data.swe_mini import KINDS_BY_NAME, REPRO_FILE, SOURCE_FILE, TEST_FILE, swe_mini_rows
 
 
 def _tests_results(files: dict[str, str]) -> dict[str, bool]:
@@ -68,6 +68,20 @@ def test_the_bug_breaks_the_fail_to_pass_tests_and_the_gold_patch_fixes_them(row
     assert all(after.values()) and len(after) == len(before)
 
 
+@pytest.mark.parametrize("row", swe_mini_rows(6, seed=7), ids=lambda r: r["instance"]["instance_id"])
+def test_the_issues_reproducer_fails_on_the_bug_and_passes_with_the_fix(row, tmp_path):
+    instance = row["instance"]
+    repo = _repo(tmp_path, instance["files"])
+    got, want = instance["problem_statement"].split(" returns ")[1].split(" (")[0].split(", expected ")
+
+    def reproduce() -> subprocess.CompletedProcess:
+        return subprocess.run(["python3", REPRO_FILE], cwd=repo, capture_output=True, text=True, check=False)
+
+    assert (reproduce().returncode, reproduce().stdout) == (1, f"{got}\n")
+    assert _git(repo, "apply", "-v", "-", stdin=instance["patch"]).returncode == 0
+    assert (reproduce().returncode, reproduce().stdout) == (0, f"{want}\n")
+
+
 def test_the_issue_is_written_from_a_failing_test_and_the_name_tells_the_fix():
     for row in swe_mini_rows(50, seed=1):
         instance = row["instance"]
@@ -76,4 +90,5 @@ def test_the_issue_is_written_from_a_failing_test_and_the_name_tells_the_fix():
         assert any(t.startswith(f"{TEST_FILE}::test_{name}_") for t in instance["FAIL_TO_PASS"])
         assert name in KINDS_BY_NAME
         assert issue in row["prompt"][0]["content"] and instance["files"][SOURCE_FILE] in row["prompt"][0]["content"]
+        assert issue.endswith(f"(python {REPRO_FILE}).") and REPRO_FILE in instance["files"]
         assert len(row["prompt"][0]["content"]) < 200  # the tiny model's context holds it with five turns

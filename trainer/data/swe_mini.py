@@ -5,7 +5,8 @@ SWE-smith's procedural style (an operator swapped, a comparison flipped, a const
 if it breaks at least one hidden test. The hidden tests (`test_f.py`, added by the instance's `test_patch` as
 SWE-bench adds its tests) check both functions: the tests the bug breaks are FAIL_TO_PASS, the rest
 PASS_TO_PASS. The issue text is written from the first failing test, as SWE-smith writes issues from a
-failing test: "add(2, 3) returns -1, expected 5."
+failing test: "add(2, 3) returns -1, expected 5 (python repro.py)." -- with the reporter's reproducer, `repro.py`,
+which prints the example's value and exits 1 while it is wrong (as a SWE-bench issue often carries its snippet).
 
 Which fix is right follows from the function's name (`add` adds, `big` returns the larger, `inc` adds one),
 so a policy can learn it; the tiny model's cold start (trainer.sft.traces.swe) picks among the plausible
@@ -30,7 +31,7 @@ from trainer.data.swe_rows import parse_swe_row
 from trainer.trajectory import Example
 
 DATA_SOURCE = "swe-mini"
-SOURCE_FILE, TEST_FILE = "f.py", "test_f.py"
+SOURCE_FILE, TEST_FILE, REPRO_FILE = "f.py", "test_f.py", "repro.py"
 PROMPT = "Fix: {issue}\n{path}:\n{source}"
 
 
@@ -109,7 +110,7 @@ def swe_mini_row(rng: random.Random, index: int, split: str) -> dict:
         rng.shuffle(functions)
         source = "".join(_function(kind, fix, PARAMS) for kind, fix in functions)
         fixed = "".join(_function(kind, kind.right, PARAMS) for kind, _ in functions)
-        tests, fail, passing, issue = [], [], [], None
+        tests, fail, passing, issue, repro = [], [], [], None, ""
         for kind, fix in functions:
             for t in range(TESTS_PER_FUNCTION):
                 x, y = _inputs(rng, kind)
@@ -118,7 +119,8 @@ def swe_mini_row(rng: random.Random, index: int, split: str) -> dict:
                 tests.append(f"def {name}():\n    assert {_call(kind, x, y)} == {want}\n")
                 (fail if got != want else passing).append(f"{TEST_FILE}::{name}")
                 if got != want and issue is None:
-                    issue = f"{_call(kind, x, y)} returns {got}, expected {want}."
+                    issue = f"{_call(kind, x, y)} returns {got}, expected {want} (python {REPRO_FILE})."
+                    repro = _repro(_call(kind, x, y), want)
         # Content decides the split, so no held-out repository and issue is ever trained on (SFT's included).
         held_out = int(hashlib.sha1(f"{source}{issue}".encode()).hexdigest(), 16) % HELD_OUT == 0
         if fail and held_out == (split == "test"):
@@ -139,9 +141,14 @@ def swe_mini_row(rng: random.Random, index: int, split: str) -> dict:
             "test_patch": _diff_new_file(TEST_FILE, test_text),
             "FAIL_TO_PASS": fail,
             "PASS_TO_PASS": passing,
-            "files": {SOURCE_FILE: source},
+            "files": {SOURCE_FILE: source, REPRO_FILE: repro},
         },
     }
+
+
+def _repro(call: str, want: int) -> str:
+    """The issue's reproducer: the example's value, and exit status 1 while it is not the expected one."""
+    return f"import f\n\nvalue = f.{call}\nprint(value)\nraise SystemExit(value != {want})\n"
 
 
 def _fix_patch(source: str, fixed: str) -> str:

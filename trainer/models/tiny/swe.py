@@ -2,7 +2,7 @@
 
 SkyRL-v0 trains models that already act as OpenHands' CodeAct agent; the tiny model learns the three tools'
 compact spelling by SFT of the shipped cold start ('tirlab/tiny-char') on the 'swe-mini-sft' traces
-(trainer.sft.traces.swe: edits that pick among plausible fixes, the issue's example run only sometimes,
+(trainer.sft.traces.swe: edits that pick among plausible fixes, the issue's reproducer run only sometimes,
 finishing undecided), built once and shipped beside the other tiny models:
 
     python -m trainer cold-start --model tirlab/tiny-char-swe --ship
@@ -21,7 +21,7 @@ from trainer.sft.traces.swe import SWE_MINI
 SWE = DerivedTiny(
     name=TINY_SWE_MODEL,
     prefix="tiny-char-swe",
-    version=1,
+    version=2,
     traces="swe-mini-sft",
     protocol="codeact_mini",
     mix=dataclasses.asdict(SWE_MINI),

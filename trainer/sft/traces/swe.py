@@ -2,16 +2,16 @@
 
 Each trace works on a swe-mini repository (trainer.data.swe_mini) in codeact_mini's syntax, one call a turn,
 with the observations a run feeds back (trainer.envs.swe.compact): it edits the buggy expression with
-str_replace, sometimes runs the issue's example (`python -c "import f;print(f.add(2, 3))"`), and finishes.
+str_replace, sometimes runs the issue's reproducer (`python repro.py`), and finishes.
 
 What the traces leave open is what RL has to find:
 - the fix: each edit picks among the kind's plausible expressions (trainer.data.swe_mini.PLAUSIBLE, the buggy
   one left out) uniformly, without reading the function's name, which tells the right one;
-- what to do after an edit: run the example (`after_edit.test`), finish at once (`after_edit.finish`) or edit
-  again (the rest) -- so the cold start finishes some wrong fixes, edits right ones away, and runs past the
-  run's turn limit on some repositories.
-After the example ran it decides by the output: the expected value (the issue's) finishes, another value edits
-again. A trace ends with finish, at the latest after `max_turns` calls.
+- what to do after an edit: run the reproducer (`after_edit.test`), finish at once (`after_edit.finish`) or edit
+  again (the rest, the likeliest) -- so the cold start finishes some wrong fixes, edits right ones away, and runs
+  past the run's turn limit on many repositories.
+After the reproducer ran it decides by its exit status: 0 (the expected value) finishes, 1 edits again. A trace
+ends with finish, at the latest after `max_turns` calls.
 
 `python -m trainer sft-traces swe-mini-sft --out FILE` writes them as JSONL.
 """
@@ -22,25 +22,25 @@ import random
 import re
 from dataclasses import dataclass
 
-from trainer.data.swe_mini import KINDS_BY_NAME, PLAUSIBLE, SOURCE_FILE, swe_mini_rows
+from trainer.data.swe_mini import KINDS_BY_NAME, PLAUSIBLE, REPRO_FILE, SOURCE_FILE, swe_mini_rows
 from trainer.envs.swe import compact
 from trainer.protocols import get_protocol
 from trainer.trajectory import ToolExecution
 
 PROTOCOL = "codeact_mini"
 EDIT = "<f=edit><p=cmd>str_replace</p><p=path>{path}</p><p=old>{old}</p><p=new>{new}</p></f>"
-RUN = '<f=bash><p=cmd>python -c "import f;print(f.{call})"</p></f>'
+RUN = f"<f=bash><p=cmd>python {REPRO_FILE}</p></f>"
 FINISH = "<f=finish></f>"
-_ISSUE = re.compile(r"(?P<call>(?P<name>\w+)\([^)]*\)) returns (?P<got>-?\d+), expected (?P<want>-?\d+)\.")
+_ISSUE = re.compile(r"(?P<call>(?P<name>\w+)\([^)]*\)) returns (?P<got>-?\d+), expected (?P<want>-?\d+) ")
 _RETURN = re.compile(r"def (?P<name>\w+)\((?P<args>[^)]*)\):\n    return (?P<body>[^\n]*)\n")
 
 
 @dataclass(frozen=True)
 class AfterEdit:
-    """The odds of each next call after an edit: run the example, finish, or (the rest) edit again."""
+    """The odds of each next call after an edit: run the reproducer, finish, or (the rest) edit again."""
 
-    test: float = 0.4
-    finish: float = 0.35
+    test: float = 0.3
+    finish: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,9 @@ def swe_trace(row: dict, rng: random.Random, mix: SweMiniMix = SWE_MINI) -> dict
     def run() -> bool:
         values = [int(v) for v in re.findall(r"-?\d+", issue.group("call"))]
         got = eval(current, {}, dict(zip(params, values, strict=True)))  # noqa: S307 - our own expressions
-        text = RUN.format(call=issue.group("call"))
-        weigh(text, issue.group("call"))
-        call(text, compact.bash(f"{got}\n", 0))
-        return str(got) == issue.group("want")
+        fixed = str(got) == issue.group("want")
+        call(RUN, compact.bash(f"{got}\n", 0 if fixed else 1))
+        return fixed
 
     edit()
     while calls < mix.max_turns - 1:
