@@ -18,6 +18,7 @@ Runs `python -m trainer run --preset P` in a subprocess and prints:
     .venv/bin/python bench/quickstart.py --preset otc-mini --window 10 --seed 1    # another seed
     .venv/bin/python bench/quickstart.py --preset retool-mini          # prints its SFT phase too
     .venv/bin/python bench/quickstart.py --preset zerotir-mini --override '{"tools": {"max_tool_calls": 0}}'
+    .venv/bin/python bench/quickstart.py --preset swe-mini --at 0,11          # held out before and after
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ CALL_COLUMNS = (
     ("function reward", "reward/function/mean"),
 )
 
+# Software-engineering runs (environment swe, swe-mini): SkyRL-v0's ratios in training and on the held-out
+# repositories (evaluated at the preset's first and last steps: --at 0,11).
+SWE_COLUMNS = (
+    ("resolves", "swe/resolve_rate"),
+    ("finish", "swe/finish_action_ratio"),
+    ("turn limit", "swe/max_turn_ratio"),
+    ("held-out resolves", "val/swe/resolve_rate"),
+    ("held-out finish", "val/swe/finish_action_ratio"),
+    ("held-out turn limit", "val/swe/max_turn_ratio"),
+)
+
 
 def err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
@@ -112,9 +124,12 @@ def rows_at(values: list[dict[str, float]], at: list[int]) -> list[tuple[str, di
 
 
 def present(values: list[dict[str, float]]) -> tuple[tuple[str, str], ...]:
-    """The columns the run has: CALL_COLUMNS for JSON calls, else COLUMNS; a run without easy problems has no
-    easy accuracy, one without chains no chain calls."""
-    columns = CALL_COLUMNS if any("calls/exact_match" in v for v in values) else COLUMNS
+    """The columns the run has: CALL_COLUMNS for JSON calls, SWE_COLUMNS for repositories, else COLUMNS; a run
+    without easy problems has no easy accuracy, one without chains no chain calls."""
+    if any("swe/resolve_rate" in v for v in values):
+        columns = SWE_COLUMNS
+    else:
+        columns = CALL_COLUMNS if any("calls/exact_match" in v for v in values) else COLUMNS
     return tuple((label, key) for label, key in columns if any(key in v for v in values))
 
 

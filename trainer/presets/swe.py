@@ -8,8 +8,9 @@ from trainer.presets.common import QUICKSTART
 # three tools in their compact spelling (codeact_mini, docs/fidelity.md), SkyRL-v0's binary resolved reward. The
 # model is 'tirlab/tiny-char-swe' (trainer.models.tiny.swe): the cold start fine-tuned on 'swe-mini-sft' traces that
 # pick among plausible fixes without reading the function's name and are undecided about running the issue's
-# example and about finishing. Five turns, as the traces' longer fixes run past them. Prompts run to ~180
-# characters and five turns to ~450, inside the tiny model's 1,024 positions.
+# reproducer and about finishing (editing again is their likeliest next call). Five turns, as the traces' longer
+# fixes run past them. Prompts run to ~150 characters and five edits to ~540, inside the tiny model's 1,024
+# positions: 576 response tokens let the cold start's five edits end at the turn limit rather than the context.
 register_preset(
     "swe-mini",
     merge_overrides(
@@ -20,7 +21,7 @@ register_preset(
                 "train_dataset": "swe-mini",
                 "val_dataset": "swe-mini",
                 "max_prompt_tokens": 200,
-                "max_response_tokens": 448,
+                "max_response_tokens": 576,
             },
             "tools": {"protocol": "codeact_mini", "environment": "swe", "max_tool_calls": 5},
             # Pay a fix only when the trajectory finished (docs/fidelity.md, "Preset swe-mini"): with SkyRL-v0's
@@ -30,6 +31,9 @@ register_preset(
             # SkyRL-v0 samples at 0.5-0.6; at the quickstart's 1.0 the tiny model's later turns often lose the
             # format (measured: a third of trajectories ran into the turn limit with a garbled call).
             "rollout": {"temperature": 0.6},
+            # Twelve steps, where the effect is; the held-out repositories evaluated before the first and after the
+            # last, so the run itself shows it (tests/trainer/test_swe_mini_learns.py).
+            "schedule": {"max_steps": 12, "eval_every": 12, "eval_before_train": True},
         },
     ),
     description="SkyRL-v0 on CPU: edit a one-file repository with bash/editor/finish; resolved = hidden tests pass.",
