@@ -21,7 +21,19 @@ def _errors(name: Any, params: Any) -> dict[str, list[str]]:
 
 
 def test_every_papers_reward_is_registered_by_name_and_the_combinator_comes_last() -> None:
-    papers = ("artist", "artist_fc", "otc_grpo", "otc_ppo", "retool", "swe", "tool_n1", "toolrl", "torl", "zerotir")
+    papers = (
+        "artist",
+        "artist_fc",
+        "otc_grpo",
+        "otc_ppo",
+        "retool",
+        "search_r1",
+        "swe",
+        "tool_n1",
+        "toolrl",
+        "torl",
+        "zerotir",
+    )
     assert REWARD_NAMES == (*papers, "weighted")
 
 
@@ -56,6 +68,12 @@ def test_defaults_come_from_the_papers() -> None:
     assert defaults["zerotir"] == {"format_penalty": 0.0}
     assert defaults["artist"] == {}
     assert defaults["artist_fc"] == {}
+    assert defaults["search_r1"] == {
+        "format": False,
+        "structure_format_score": 0.2,
+        "final_format_score": 0.1,
+        "retrieval_score": 0.0,
+    }
 
 
 def test_weighted_default_is_a_single_torl_term() -> None:

@@ -69,7 +69,7 @@ def test_seeding_twice_keeps_one_copy_of_each_builtin():
     from trainer.rewards import REWARD_NAMES
 
     # One built-in config per registered reward.
-    assert RewardConfig.objects.filter(builtin=True).count() == len(REWARD_NAMES) == 11
+    assert RewardConfig.objects.filter(builtin=True).count() == len(REWARD_NAMES) == 12
 
 
 def test_api_docs_are_public_and_served_without_a_cdn(client):

@@ -1,6 +1,6 @@
 """Rewards for tool-integrated reasoning: names, parameter validation, and scoring.
 
-One module per paper (torl, zerotir, retool, otc, toolrl, tool_n1, artist, artist_fc) and the
+One module per paper (torl, zerotir, retool, otc, toolrl, tool_n1, artist, artist_fc, swe, search_r1) and the
 weighted combinator; each registers its rewards, their parameter models and descriptions where
 they are written (trainer.rewards.base.register_reward), so a new reward is one new file.
 

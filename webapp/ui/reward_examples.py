@@ -97,6 +97,16 @@ EXAMPLES: dict[str, RewardExample] = {
         ground_truth=_json([_TIMER]),
         note="1 only when the calls in the last <tool_call> block match the ground truth's exactly.",
     ),
+    "search_r1": RewardExample(
+        completion=(
+            "<think>I need the capital of France.</think>\n<search> capital of France </search>\n\n"
+            '<information>Doc 1(Title: "Paris") Paris is the capital and largest city of France.</information>\n\n'
+            "<think>The passage says Paris.</think>\n<answer> Paris </answer>"
+        ),
+        ground_truth=_json({"target": ["Paris", "Paris, France"]}),
+        note="The last <answer> against each golden answer (Search-R1's reward_model.ground_truth.target, or a "
+        "list, or one answer) after lower-casing and dropping punctuation, articles and extra spaces.",
+    ),
     "artist_fc": RewardExample(
         completion=(
             "<reasoning>Find the flight first.</reasoning>\n"
