@@ -19,6 +19,7 @@ TURNS = {
     "artist_fc": '<reasoning>look it up</reasoning>\n<tool>\n{"name": "mul", "arguments": {"a": 6}}\n</tool>',
     "codeact": "Let me look.\n<function=execute_bash>\n<parameter=command>ls</parameter>\n</function",
     "codeact_mini": "<f=bash><p=cmd>ls</p></f>",
+    "search_r1": "<think>who founded it</think>\n<search> who founded Zorblat </search>",
 }
 
 AWKWARD = [
@@ -53,8 +54,14 @@ def test_the_call_shown_is_the_call_executed(name: str) -> None:
 
 @pytest.mark.parametrize("name", PROTOCOL_NAMES)
 def test_every_protocol_says_how_to_highlight_its_calls(name: str) -> None:
-    # codeact's calls are text function blocks, shown unhighlighted.
-    expected = {"tool_call_json": "json", "artist_fc": "json", "codeact": "text", "codeact_mini": "text"}
+    # codeact's calls are text function blocks and search_r1's are search queries, shown unhighlighted.
+    expected = {
+        "tool_call_json": "json",
+        "artist_fc": "json",
+        "codeact": "text",
+        "codeact_mini": "text",
+        "search_r1": "text",
+    }
     assert get_protocol(name).call_language == expected.get(name, "python")
 
 

@@ -24,6 +24,7 @@ def test_protocol_names() -> None:
         "codeact_mini",
         "python_markdown",
         "retool",
+        "search_r1",
         "tool_call_json",
     )
 

@@ -18,6 +18,8 @@ prompt told it about:
   call line with ``parameters``.
 - ``tool_n1``: Nemotron-Tool-N1's ``qwen_tool_prompts`` after the dataset's own system text, a JSON
   list of calls with ``arguments`` and the tools as ``<tools>`` signatures.
+- ``search_r1`` (``search_r1``): Search-R1's base-model prompt (``<think>``, ``<search>``, ``<information>``,
+  ``<answer>``) with the question at its end, the single user message, byte for byte.
 - ``plain``: the question alone.
 - ``tool-signatures`` (for small models): the example's tools as one signature a line
   (``get_weather(city: string, unit?: celsius|fahrenheit)``, ``?`` marking an optional parameter,
@@ -177,6 +179,20 @@ _TOOL_N1_DEFAULT_SYSTEM = (
     "Here is a list of functions in JSON format that you can invoke:\n"
 )
 
+# PeterGriffinJin/Search-R1 scripts/data_process/nq_search.py:32-36 @a14dc3a (make_prefix, template_type
+# "base"): an f-string continued over lines with backslashes, so one line, ending in a newline after the
+# question. It is the row's only user message (nq_search.py:71-74), rendered by the tokenizer's chat template
+# where it has one, else used as the raw text (verl/utils/dataset/rl_dataset.py:128-131 @a14dc3a).
+_SEARCH_R1_USER = (
+    "Answer the given question. "
+    "You must conduct reasoning inside <think> and </think> first every time you get new information. "
+    "After reasoning, if you find you lack some knowledge, you can call a search engine by <search> query </search> "
+    "and it will return the top searched results between <information> and </information>. "
+    "You can search as many times as your want. "
+    "If you find no further external knowledge needed, you can directly provide the answer inside <answer> and "
+    "</answer>, without detailed illustrations. For example, <answer> Beijing </answer>. Question: {question}\n"
+)
+
 TEMPLATES: dict[str, PromptTemplate] = {
     "torl": PromptTemplate("torl", user=_TORL_RAW, raw=True),
     "torl-chat": PromptTemplate("torl-chat", user="{question}", system=_TORL_SYSTEM),
@@ -190,6 +206,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         tools_format="tool_n1",
         own_system_default=_TOOL_N1_DEFAULT_SYSTEM,
     ),
+    "search_r1": PromptTemplate("search_r1", user=_SEARCH_R1_USER),
     "plain": PromptTemplate("plain", user="{question}"),
     "tool-signatures": PromptTemplate("tool-signatures", user="{tools}\n{question}", tools_format="signatures"),
 }
@@ -208,6 +225,7 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     # problem statement); the tools' text is the system message of the row where it has one.
     "codeact": "plain",
     "codeact_mini": "plain",
+    "search_r1": "search_r1",
 }
 
 # ToRL keeps a raw-template row only if its prompt has at most max_prompt_length - 10 tokens
