@@ -139,8 +139,11 @@ class DataConfig(_Section):
         return value
 
 
-# The choices, as their registries hold them: each protocol and environment registers itself in its own file.
-ProtocolName = Literal[PROTOCOL_NAMES]  # type: ignore[valid-type]
+# The choices, as their registries hold them: each protocol and environment registers itself in its own file. A run
+# can take a protocol only once an environment that runs its calls is registered (search_r1's 'search' is not yet:
+# the protocol renders and previews traces, and a run cannot choose it).
+RUN_PROTOCOLS = tuple(name for name in PROTOCOL_NAMES if default_environment(name) in ENVIRONMENT_NAMES)
+ProtocolName = Literal[RUN_PROTOCOLS]  # type: ignore[valid-type]
 EnvironmentName = Literal[ENVIRONMENT_NAMES]  # type: ignore[valid-type]
 
 
