@@ -58,6 +58,14 @@ class Completion:
     # The environment's result of the whole trajectory (trainer.envs.base.Environment.outcome): the swe
     # environment's end state, patch and tests; None where the text is the result.
     outcome: dict[str, Any] | None = None
+    # Where the environment answered a turn without a call (Environment.on_no_call): those replies' places among
+    # the completion's tool texts, in order. Tool text with no execution behind it.
+    replies: tuple[int, ...] = ()
+
+    @property
+    def tool_texts(self) -> int:
+        """The most tool texts the rollout inserted: each execution's output (finish has none) and each reply."""
+        return len(self.executions) + len(self.replies)
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,14 @@ def trajectory_report(
     Built as the contract's model, so a trajectory the dashboard would refuse fails here, where it is made."""
     completion = trajectory.completion
     executions = list(completion.executions)
-    turns, calls = [], iter(executions)
-    for segment in protocol.segments(completion.text, tool_outputs=len(executions)):
-        execution = next(calls, None) if segment.kind == "tool" else None
+    turns, calls, tool_texts = [], iter(executions), 0
+    # Tool texts in order: an execution's output, or the environment's reply to a turn without a call, which has
+    # no call behind it (Completion.replies).
+    for segment in protocol.segments(completion.text, tool_outputs=completion.tool_texts):
+        execution = None
+        if segment.kind == "tool":
+            execution = None if tool_texts in completion.replies else next(calls, None)
+            tool_texts += 1
         if execution is None:
             turns.append(TurnIn(kind=segment.kind, text=segment.text))
         else:
@@ -62,7 +67,7 @@ def trajectory_report(
         ],
         turns=turns,
         final_answer=_scored_answer(reward)
-        or protocol.final_answer(completion.text, tool_outputs=len(executions))
+        or protocol.final_answer(completion.text, tool_outputs=completion.tool_texts)
         or "",
         ground_truth=jsonable(example.ground_truth),
         reward=float(reward.total),

@@ -410,6 +410,7 @@ async def run_trajectory(
     feedback = Feedback(settings.feedback)
     state = _State()
     executions: list[ToolExecution] = []
+    replies: list[int] = []  # places of the replies to turns without a call among the tool texts
     # Stops at the tool marker: each uses up a call of the budget, whether it ran code or not.
     calls_made = 0
     spans: list[Span] = []
@@ -439,6 +440,7 @@ async def run_trajectory(
             follow = env.on_no_call(protocol, context) if output.finish_reason in ("stop", "eos") else None
             if follow is None:
                 break
+            replies.append(len(executions) + len(replies))
             if not _append_tool_text(tokenizer, state, follow, settings):
                 truncated = True
                 break
@@ -472,6 +474,7 @@ async def run_trajectory(
         truncated=truncated,
         response_tokens=state.model_tokens,
         outcome=outcome,
+        replies=tuple(replies),
     )
     return Trajectory(
         completion=completion,
