@@ -4,7 +4,7 @@ with the values of its scripts (structure 0.2, final 0.1), each branch once."""
 
 import pytest
 
-from trainer.rewards import RewardParamsError, score, validate_reward_params
+from trainer.rewards import RewardParamsError, score, score_group, validate_reward_params
 from trainer.rewards.search_r1 import normalize_answer, valid_sequence
 
 GOLD = {"target": ["Marie Curie", "Maria Skłodowska-Curie"]}
@@ -155,3 +155,26 @@ def test_bad_params_are_refused_by_field(params: dict[str, object], field: str) 
     with pytest.raises(RewardParamsError) as info:
         validate_reward_params("search_r1", params)
     assert list(info.value.errors) == [field]
+
+
+def test_a_search_r1_parquet_row_loads_and_is_scored_against_its_targets(tmp_path):
+    # Search-R1's rows (scripts/data_process/nq_search.py:65-79): the golden answers in
+    # reward_model.ground_truth.target, written to parquet as its script does; tirlab's verl-style loader reads them.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trainer.data.datasets import load_examples
+
+    row = {
+        "data_source": "nq",
+        "prompt": [{"role": "user", "content": "Answer the given question. … Question: capital of france?\n"}],
+        "ability": "fact-reasoning",
+        "reward_model": {"style": "rule", "ground_truth": {"target": ["Paris", "Paris, France"]}},
+        "extra_info": {"split": "test", "index": 0},
+    }
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "test.parquet")
+    (example,) = load_examples(tmp_path / "test.parquet")
+    assert example.data_source == "nq" and example.ground_truth == {"target": ["Paris", "Paris, France"]}
+    answers = ["<answer> the paris </answer>", "<answer> Lyon </answer>"]
+    right, wrong = score_group("search_r1", answers, example.ground_truth)
+    assert (right.total, right.correct, wrong.total) == (1.0, True, 0.0)
