@@ -7,11 +7,13 @@ is the resolved snapshot a run stores.
 """
 
 import copy
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trainer.contract import FieldErrors, field_errors
+from trainer.contract import DATASET_REF_PREFIX, FieldErrors, field_errors
+from trainer.data.corpora import BUILTIN_CORPORA
 from trainer.envs import ENVIRONMENT_NAMES
 from trainer.protocols import PROTOCOL_NAMES, default_environment, get_protocol
 from trainer.protocols.feedback import DEFAULT_MAX_OUTPUT_CHARS, FeedbackStyle
@@ -61,8 +63,8 @@ BUILTIN_SFT_TRACES = {
     "artist-fc-mini-sft": "artist_fc",
     "swe-mini-sft": "codeact_mini",
 }
-# A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it.
-DATASET_REF_PREFIX = "dataset:"
+# Search-R1's retriever.topk (PeterGriffinJin/Search-R1 @a14dc3a train_grpo.sh:81).
+DEFAULT_SEARCH_TOPK = 3
 
 
 class ConfigError(FieldErrors):
@@ -188,6 +190,24 @@ class ToolConfig(_Section):
     train_on_tool_output: bool = Field(
         False, description="Include tool-output tokens in the loss (normally masked out)."
     )
+    search_corpus: str | None = Field(
+        None,
+        description=(
+            "Environment 'search': the corpus searched in-process with BM25 (tirlab's retrieval service), a "
+            f"built-in one ({', '.join(BUILTIN_CORPORA)}), '{DATASET_REF_PREFIX}<id>' for one registered on the "
+            'dashboard, or the path of a jsonl file in Search-R1\'s format ({"id", "contents"} a line).'
+        ),
+    )
+    search_url: str | None = Field(
+        None,
+        description=(
+            "Environment 'search': an external retrieval server's POST /retrieve URL instead of a corpus "
+            "(Search-R1's own E5 server, or `python -m retrieval serve`), asked as Search-R1 asks it."
+        ),
+    )
+    search_topk: int = Field(
+        DEFAULT_SEARCH_TOPK, ge=1, le=50, description="Environment 'search': passages returned per search."
+    )
 
     @property
     def run_environment(self) -> str:
@@ -201,6 +221,29 @@ class ToolConfig(_Section):
             names = " or ".join(f"'{name}'" for name in allowed)
             message = f"protocol '{self.protocol}' runs its calls in {names}, not '{self.environment}'"
             raise ConfigError({"environment": [message]})
+        return self
+
+    @model_validator(mode="after")
+    def _check_search(self) -> "ToolConfig":
+        fields = {"search_corpus": self.search_corpus, "search_url": self.search_url}
+        if self.run_environment != "search":
+            errors = {
+                name: [f"needs tools.environment 'search'; this run's calls run in '{self.run_environment}'"]
+                for name, value in (*fields.items(), ("search_topk", self.search_topk))
+                if value is not None and value != DEFAULT_SEARCH_TOPK
+            }
+            if errors:
+                raise ConfigError(errors)
+            return self
+        if (self.search_corpus is None) == (self.search_url is None):
+            message = "the search environment needs a corpus to search or a retrieval URL to ask: give one of the two"
+            raise ConfigError({"search_corpus": [message]})
+        if self.search_url is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", self.search_url):
+            raise ConfigError(
+                {"search_url": ["expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/retrieve"]}
+            )
+        if self.search_corpus is not None and not self.search_corpus.strip():
+            raise ConfigError({"search_corpus": ["expected a corpus name, a dataset:<id> or a file path"]})
         return self
 
     @model_validator(mode="after")

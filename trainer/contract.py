@@ -32,6 +32,8 @@ from pydantic import (
 
 # Invalid input, by field: what a 400 answer and a form show (the run config, reward parameters).
 NON_FIELD_KEY = "__all__"
+# A dataset reference of this form names a dashboard upload by id; only the dashboard resolves it to a file.
+DATASET_REF_PREFIX = "dataset:"
 
 
 class FieldErrors(ValueError):
@@ -261,6 +263,35 @@ class SweOutcomeIn(_Strict):
     tests: list[SweTestIn] = Field(default_factory=list, max_length=MAX_SWE_TESTS)
 
 
+SEARCH_ENDS = ("answered", "max_turns", "context_full", "no_answer")
+MAX_SEARCHES, MAX_PASSAGES = 1_000, 100
+MAX_SEARCH_QUERY, MAX_PASSAGE_TITLE, MAX_PASSAGE_TEXT = 10_000, 1_000, 10_000
+
+
+class PassageIn(_Strict):
+    id: str = Field(max_length=MAX_PASSAGE_TITLE, description="The passage's id in its corpus.")
+    title: str = Field("", max_length=MAX_PASSAGE_TITLE)
+    score: Number | None = Field(None, description="The retriever's score; None when it gave none.")
+    text: str = Field("", max_length=MAX_PASSAGE_TEXT, description="The passage after its title (its start).")
+
+
+class SearchIn(_Strict):
+    query: str = Field(max_length=MAX_SEARCH_QUERY)
+    passages: list[PassageIn] = Field(default_factory=list, max_length=MAX_PASSAGES)
+
+
+class SearchOutcomeIn(_Strict):
+    """How a search trajectory ended, Search-R1's counts of its actions and each search with its passages
+    (trainer.envs.search)."""
+
+    kind: Literal["search"]
+    end: Literal[SEARCH_ENDS] = Field(description="an answer, the turn limit, the context full, or none of them.")
+    actions: StrictInt = Field(ge=0, le=INT_MAX, description="Search-R1's turns_stats: 1 + searches + invalid turns.")
+    valid_actions: StrictInt = Field(0, ge=0, le=INT_MAX)
+    valid_searches: StrictInt = Field(0, ge=0, le=INT_MAX)
+    searches: list[SearchIn] = Field(default_factory=list, max_length=MAX_SEARCHES)
+
+
 class TrajectoryIn(_Strict):
     """One sampled rollout of a step: its turns, final answer, reward and token counts."""
 
@@ -278,8 +309,10 @@ class TrajectoryIn(_Strict):
     truncated: StrictBool = False
     prompt_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
     response_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
-    outcome: SweOutcomeIn | None = Field(
-        None, description="An environment's result of the whole trajectory: the swe environment's patch and tests."
+    outcome: Annotated[SweOutcomeIn | SearchOutcomeIn, Field(discriminator="kind")] | None = Field(
+        None,
+        description="An environment's result of the whole trajectory: the swe environment's patch and tests, the "
+        "search environment's searches.",
     )
 
 

@@ -288,13 +288,13 @@ def test_the_shortcut_filter_needs_the_python_markdown_protocol() -> None:
     assert validate_config({"filtering": {"drop_shortcut": True}}).filtering.drop_shortcut
 
 
-def test_a_protocol_without_its_environment_is_not_a_run_choice() -> None:
-    # search_r1 renders Search-R1's format, and its 'search' environment is not registered yet: a run choosing it is
-    # refused by its field, not started to fail at its first rollout.
+def test_a_protocol_is_a_run_choice_once_its_environment_is_registered() -> None:
+    # A protocol whose environment is not registered renders and previews traces, and a run choosing it is refused by
+    # its field, not started to fail at its first rollout (search_r1 was one until 'search' landed).
+    from trainer.config import RUN_PROTOCOLS
     from trainer.envs import ENVIRONMENT_NAMES
     from trainer.protocols import PROTOCOL_NAMES, default_environment
 
-    assert "search_r1" in PROTOCOL_NAMES and default_environment("search_r1") not in ENVIRONMENT_NAMES
-    errors = _errors({"tools": {"protocol": "search_r1"}})
-    assert list(errors) == ["tools.protocol"] and "'codeact_mini'" in errors["tools.protocol"][0]
-    assert "search_r1" not in config_json_schema()["$defs"]["ToolConfig"]["properties"]["protocol"]["enum"]
+    assert RUN_PROTOCOLS == tuple(name for name in PROTOCOL_NAMES if default_environment(name) in ENVIRONMENT_NAMES)
+    assert "search_r1" in RUN_PROTOCOLS
+    assert "search_r1" in config_json_schema()["$defs"]["ToolConfig"]["properties"]["protocol"]["enum"]

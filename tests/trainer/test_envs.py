@@ -103,7 +103,7 @@ def test_a_prompt_without_tools_gets_an_error_not_a_crash(tokenizer):
 
 
 def test_the_config_pairs_each_protocol_with_the_environments_that_run_its_calls():
-    assert set(ENVIRONMENT_NAMES) == {"python", "function_calling", "none", "swe"}
+    assert set(ENVIRONMENT_NAMES) == {"python", "function_calling", "none", "swe", "search"}
     assert RunConfig.model_validate({"tools": {"protocol": "codeact"}}).tools.run_environment == "swe"
     assert RunConfig().tools.run_environment == "python"
     assert RunConfig.model_validate({"tools": {"protocol": "tool_call_json"}}).tools.run_environment == "none"

@@ -36,6 +36,7 @@ from trainer.trajectory import Completion
 from trainer.verl.overrides import VerlPaths, verl_overrides
 
 FENCE = "```"
+SEARCH = {"protocol": "search_r1", "environment": "search"}
 
 
 def leaf_fields(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[str]:
@@ -400,6 +401,13 @@ CHECKS: dict[str, Check] = {
     "tools.sandbox_timeout_s": differs(settings, "tools.sandbox_timeout_s", 10.0, 2.0),
     "tools.sandbox_memory_mb": differs(settings, "tools.sandbox_memory_mb", 1024, 512),
     "tools.train_on_tool_output": differs(settings, "tools.train_on_tool_output", False, True),
+    # What the search environment does with each (searches the corpus, asks the URL, returns k passages):
+    # tests/trainer/test_search_environment.py.
+    "tools.search_corpus": differs(settings, "tools.search_corpus", "search-mini", "corpus.jsonl", tools=SEARCH),
+    "tools.search_url": differs(
+        settings, "tools.search_url", "http://127.0.0.1:8000/retrieve", "http://127.0.0.1:8001/retrieve", tools=SEARCH
+    ),
+    "tools.search_topk": differs(settings, "tools.search_topk", 3, 5, tools={**SEARCH, "search_corpus": "search-mini"}),
     "reward.name": differs(rewards, "reward.name", "torl", "zerotir"),
     "reward.params": differs(rewards, "reward.params", {}, {"exec_error_penalty": 0.5}),
     "rollout.prompts_per_step": differs(collected, "rollout.prompts_per_step", 2, 3),

@@ -50,8 +50,10 @@ class CallContext:
     state: dict[str, Any] = field(default_factory=dict)
     # The example's task, for an environment that needs more than its tools (trainer.envs.environment_task).
     task: dict[str, Any] | None = None
-    # The call budget (tools.max_tool_calls); the swe environment's turn limit. None: no limit.
+    # The call budget (tools.max_tool_calls); the swe and search environments' turn limit. None: no limit.
     max_calls: int | None = None
+    # What the search environment asks (trainer.envs.search.retriever.Retriever); None for the others.
+    retriever: Any = None
 
     async def run(self, code: str) -> sandbox.Result:
         # Looked up per call, so the default follows sandbox.arun wherever it points.
@@ -82,6 +84,12 @@ class Environment(ABC):
     ) -> str:
         """`stopped` followed by what is fed back for `execution`: the text the next turn continues."""
         raise RuntimeError(f"the {self.name!r} environment runs no calls: it stops generation for none")
+
+    def is_call(self, protocol: Protocol, stopped: str) -> bool:
+        """Whether a turn that stopped at one of `stop_strings` (`stopped`: the response up to its end) is a call
+        for `run_call`; False answers it as a turn without a call (`on_no_call`), as Search-R1 answers a turn
+        without a valid action. Every stop is a call by default."""
+        return True
 
     def on_no_call(self, protocol: Protocol, context: CallContext) -> str | None:
         """The text fed back after a turn that ended without a call (the model's end of turn), as tool text;

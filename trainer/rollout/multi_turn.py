@@ -39,12 +39,16 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from trainer.config import RunConfig
+from trainer.config import DEFAULT_SEARCH_TOPK, RunConfig
 from trainer.engines.base import Engine, GenerationOutput, GenerationRequest, Tokenizer
 from trainer.envs import CallContext, CodeRunner, Environment, get_environment
 from trainer.protocols import Feedback, FeedbackStyle, Protocol, default_environment, get_protocol
 from trainer.trajectory import Completion, ToolExecution
+
+if TYPE_CHECKING:
+    from trainer.envs.search.retriever import Retriever
 
 # How often a rollout with a `stop` event looks at it while every trajectory waits on a tool call.
 STOP_POLL_S = 0.05
@@ -74,6 +78,10 @@ class RolloutSettings:
     max_response_tokens: int = 256
     # Requests join running engine calls (see _Batcher); off only to measure what that is worth.
     continuous_batching: bool = True
+    # The search environment's retrieval: a corpus searched in-process, or a /retrieve URL; passages per search.
+    search_corpus: str | None = None
+    search_url: str | None = None
+    search_topk: int = DEFAULT_SEARCH_TOPK
 
     @classmethod
     def from_config(cls, config: RunConfig) -> "RolloutSettings":
@@ -89,6 +97,9 @@ class RolloutSettings:
             temperature=config.rollout.temperature,
             top_p=config.rollout.top_p,
             max_response_tokens=config.data.max_response_tokens,
+            search_corpus=config.tools.search_corpus,
+            search_url=config.tools.search_url,
+            search_topk=config.tools.search_topk,
         )
 
     def env(self) -> Environment:
@@ -105,7 +116,17 @@ class RolloutSettings:
             run_code=run_code,
             task=task,
             max_calls=self.max_tool_calls,
+            retriever=self.retriever(),
         )
+
+    def retriever(self) -> "Retriever | None":
+        """What the search environment asks, one per process for the same corpus or URL; None without either."""
+        if self.search_corpus is None and self.search_url is None:
+            return None
+        # Here, not at the top: the retrieval package's index needs bm25s, which only a search run loads.
+        from trainer.envs.search.retriever import retriever_for
+
+        return retriever_for(corpus=self.search_corpus, url=self.search_url, topk=self.search_topk)
 
 
 @dataclass(frozen=True)
@@ -435,8 +456,13 @@ async def run_trajectory(
         if output.finish_reason == "length":
             truncated = True
             break
-        if output.finish_reason != "stop" or output.stop_string not in stops:
-            # The model ended its turn (its end-of-sequence token, or a stop string that calls nothing).
+        stopped = None
+        if output.finish_reason == "stop" and output.stop_string in stops:
+            marker = output.stop_string
+            stopped = before + output.text[: output.text.find(marker) + len(marker)]
+        if stopped is None or not env.is_call(protocol, stopped):
+            # The model ended its turn (its end-of-sequence token, a stop string that calls nothing, or a stop the
+            # environment does not take for a call).
             follow = env.on_no_call(protocol, context) if output.finish_reason in ("stop", "eos") else None
             if follow is None:
                 break
@@ -445,8 +471,6 @@ async def run_trajectory(
                 truncated = True
                 break
             continue
-        marker = output.stop_string
-        stopped = before + output.text[: output.text.find(marker) + len(marker)]
         calls_made += 1
         start = clock.now()
         clock.tool_started()

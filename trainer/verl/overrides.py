@@ -237,6 +237,12 @@ class Refusal:
     why: str
 
 
+_SEARCH_ON_VERL = (
+    "the search environment runs on tirlab's trainer; on verl, point verl's own search tool at "
+    "`python -m retrieval serve` (docs/retrieval.md)"
+)
+
+
 def _non_default(section: str, name: str) -> Callable[[RunConfig], bool]:
     model: BaseModel = getattr(RunConfig(), section)
     default = getattr(model, name)
@@ -309,8 +315,21 @@ REFUSALS: dict[str, list[Refusal]] = {
             lambda c: c.tools.run_environment == "swe",
             "the swe environment grades a trajectory's patch when it ends, and verl's reward function sees the "
             "text alone (trainer/verl/reward.py); swe runs on tirlab's trainer",
-        )
+        ),
+        Refusal(
+            lambda c: c.tools.run_environment == "search",
+            _SEARCH_ON_VERL,
+        ),
     ],
+    **{
+        f"tools.{name}": [
+            Refusal(
+                _non_default("tools", name),
+                _SEARCH_ON_VERL,
+            )
+        ]
+        for name in ("search_corpus", "search_url", "search_topk")
+    },
     "rollout.async_rollouts": [
         Refusal(
             lambda c: c.rollout.async_rollouts,

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from trainer.contract import IngestBatch, MetricStepIn, TrajectoryIn
+from trainer.contract import IngestBatch, MetricStepIn, SweOutcomeIn, TrajectoryIn
 from webapp.core.tokens import hash_secret
 from webapp.runs.events import heartbeat_event, log_line_payload, publish_run_events
 from webapp.runs.metric_store import update_summary, write_metric_steps
@@ -85,10 +85,13 @@ def _trajectory(run: Run, item: TrajectoryIn) -> Trajectory:
     for turn in item.turns:
         texts.extend(text for text in (turn.call, turn.text) if text)
     texts.append(item.final_answer)
-    if item.outcome is not None:
+    if isinstance(item.outcome, SweOutcomeIn):
         # A patch and its failing tests are what one searches a software-engineering run's rollouts for.
         texts.append(item.outcome.patch)
         texts.extend(t.name for t in item.outcome.tests if not t.passed)
+    elif item.outcome is not None:
+        # A search trajectory's queries are in its turns already; the titles of what they found are not.
+        texts.extend(passage.title for search in item.outcome.searches for passage in search.passages)
     return Trajectory(
         run=run,
         step=item.step,
