@@ -140,9 +140,14 @@ asyncio.run(main())
 """
 
 
-def _run_config(work: Path, name: str, reward: str, params: dict[str, Any]) -> Path:
+def _tools(reward: str) -> dict[str, Any]:
+    """The tools section of a run with `reward`'s protocol (a search run names the corpus it searches)."""
     protocol = registered(reward).protocol
-    config = validate_config({"tools": {"protocol": protocol}, "reward": {"name": reward, "params": params}})
+    return {"protocol": protocol, **({"search_corpus": "search-mini"} if protocol == "search_r1" else {})}
+
+
+def _run_config(work: Path, name: str, reward: str, params: dict[str, Any]) -> Path:
+    config = validate_config({"tools": _tools(reward), "reward": {"name": reward, "params": params}})
     path = work / f"{name}.json"
     path.write_text(json.dumps(config.model_dump(mode="json")))
     return path
@@ -187,8 +192,7 @@ def verl_scores(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
 
 def _expected(case: dict[str, Any]) -> tuple[Any, Completion]:
     reward = case["reward"]
-    tools = {"protocol": registered(reward).protocol}
-    config = validate_config({"tools": tools, "reward": {"name": reward, "params": case["params"]}})
+    config = validate_config({"tools": _tools(reward), "reward": {"name": reward, "params": case["params"]}})
     completion = Completion(
         text=case["text"],
         protocol=config.tools.protocol,

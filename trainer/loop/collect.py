@@ -16,12 +16,13 @@ from typing import Any, Protocol
 from trainer.config import RewardSpec, RunConfig
 from trainer.loop.filters import StepFilter
 from trainer.metrics.calls import call_metrics
+from trainer.metrics.search import search_metrics
 from trainer.metrics.step import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
 from trainer.metrics.swe import swe_metrics
 from trainer.protocols import get_protocol
 from trainer.rewards import TRAIN_SPLIT, VAL_SPLIT, RewardState, score_group
 from trainer.rollout.multi_turn import RolloutResult, Trajectory
-from trainer.trajectory import Example
+from trainer.trajectory import Completion, Example
 
 # The extra_info key whose value splits step and validation metrics into subsets
 # (trainer.metrics.step.subset_metrics): the arithmetic set labels every problem easy or hard.
@@ -134,6 +135,7 @@ def collect_step(
     metrics.update(subset_metrics([g.scored for g in seen], [subset_label(g.example) for g in seen], prefix="train/"))
     metrics.update(group_call_metrics(seen, config.tools.protocol))
     metrics.update(swe_metrics(t.completion for g in seen for t in g.trajectories))
+    metrics.update(search_metrics(_rollouts(seen)))
     metrics["groups/kept"] = float(len(kept))
     metrics["groups/sampled"] = float(len(seen))
     metrics.update(step_filter.metrics())
@@ -155,6 +157,7 @@ def evaluate_step(
     metrics.update(subset_metrics([g.scored for g in greedy], [subset_label(g.example) for g in greedy], prefix="val/"))
     metrics.update(group_call_metrics(greedy, config.tools.protocol, prefix="val/"))
     metrics.update(swe_metrics((t.completion for g in greedy for t in g.trajectories), prefix="val/"))
+    metrics.update(search_metrics(_rollouts(greedy), prefix="val/"))
     k = config.schedule.eval_pass_k
     if k > 1:
         sampled, _ = roll(examples, group_size=k, seed=step)
@@ -162,6 +165,13 @@ def evaluate_step(
         pass_k = validation_metrics([g.scored for g in sampled], k=k)
         metrics[f"val/pass@{k}"] = pass_k[f"val/pass@{k}"]
     return metrics
+
+
+def _rollouts(groups: list[Group]) -> Iterator[tuple[Example, Completion, Any]]:
+    """Each trajectory of `groups` with its example and reward."""
+    for group in groups:
+        for trajectory, reward in zip(group.trajectories, group.rewards, strict=True):
+            yield group.example, trajectory.completion, reward
 
 
 def group_call_metrics(groups: list[Group], protocol_name: str, prefix: str = "") -> dict[str, float]:

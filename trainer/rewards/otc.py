@@ -11,6 +11,9 @@ A wrong answer scores `wrong_reward` unscaled (the paper's r_correct is 0 there,
 changes by default): scaling a negative wrong_reward by r_tool <= 1 would make a wrong answer
 with more calls score *higher*, the opposite of what OTC wants. The group implementations of
 OTC-GRPO we read (get_oct_penalty) likewise leave wrong answers at factor 1.
+
+In OTC's search setting (the search_r1 protocol) m is the searches run and correctness is Search-R1's exact match;
+elsewhere it is the answer's math equivalence to the ground truth.
 """
 
 import math
@@ -19,7 +22,9 @@ from typing import Any
 from pydantic import Field
 
 from trainer.answers import answers_equivalent
+from trainer.protocols.search_r1 import SearchR1
 from trainer.rewards.base import Response, RewardContext, RewardParams, register_reward
+from trainer.rewards.search_r1 import em_check, golden_answers
 from trainer.trajectory import RewardResult
 
 
@@ -64,10 +69,16 @@ def otc_grpo_factor(m: int, n: int, c: float) -> float:
 
 
 def _correctness(responses: list[Response], ground_truth: Any) -> list[tuple[Response, str | None, bool]]:
+    """Each response's answer and whether it is right: math-equivalent to the ground truth, or in OTC's search
+    setting (the search_r1 protocol) an exact match of a golden answer as Search-R1's reward checks it."""
     out = []
     for response in responses:
         answer = response.final_answer
-        out.append((response, answer, answers_equivalent(answer, str(ground_truth))))
+        if response.protocol.name == SearchR1.name:
+            correct = answer is not None and em_check(answer, golden_answers(ground_truth))
+        else:
+            correct = answers_equivalent(answer, str(ground_truth))
+        out.append((response, answer, correct))
     return out
 
 

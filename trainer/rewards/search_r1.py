@@ -193,4 +193,5 @@ register_reward(
     params=SearchR1Params,
     description="1 if the last <answer> matches a golden answer after normalisation (case, punctuation, articles, "
     "spaces), 0 otherwise; optionally v0.3's format-aware reward (Search-R1).",
+    protocol="search_r1",
 )(per_completion(_search_r1))
