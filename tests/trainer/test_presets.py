@@ -182,7 +182,7 @@ def test_an_unknown_preset_names_the_known_ones():
 
 # The papers whose released training script we could read. Each preset spells out every value tirlab has a
 # field for, cited in trainer/presets/, so that a change of tirlab's defaults cannot change a paper preset.
-SCRIPTED = ["torl", "zerotir", "retool", "toolrl", "tool-n1", "skyrl-v0"]
+SCRIPTED = ["torl", "zerotir", "retool", "toolrl", "tool-n1", "skyrl-v0", "search-r1"]
 SPELLED_OUT = {
     "model": {"name_or_path", "dtype"},
     "data": {"train_dataset", "max_prompt_tokens", "max_response_tokens"},
@@ -271,3 +271,23 @@ def test_tool_n1_has_qwen_rl_sh_lengths():
     assert (config.rollout.prompts_per_step, config.rollout.group_size, config.rollout.temperature) == (1024, 5, 0.7)
     assert (config.grpo.kl_coef, config.grpo.entropy_coef) == (1e-3, 0.0)
     assert (config.schedule.eval_every, config.schedule.checkpoint_every) == (10, 10)
+
+
+def test_search_r1_is_its_grpo_script_and_otc_search_changes_only_the_reward():
+    config = preset_config("search-r1")
+    assert (config.model.name_or_path, config.tools.protocol, config.tools.environment) == (
+        "Qwen/Qwen2.5-3B",
+        "search_r1",
+        "search",
+    )
+    # max_turns=2, retriever.url and topk=3, n_agent=5, train_batch_size=512 (train_grpo.sh:79-81, 62, 34).
+    assert (config.tools.max_tool_calls, config.tools.search_url, config.tools.search_topk) == (
+        2,
+        "http://127.0.0.1:8000/retrieve",
+        3,
+    )
+    assert (config.rollout.group_size, config.rollout.prompts_per_step, config.optim.learning_rate) == (5, 512, 1e-6)
+    assert (config.grpo.kl_coef, config.reward.name, config.data.prompt_template) == (1e-3, "search_r1", "plain")
+    otc = preset_config("otc-search")
+    assert otc.reward.name == "otc_grpo" and otc.reward.params["c"] == 3.0
+    assert otc.model_dump(exclude={"reward"}) == config.model_dump(exclude={"reward"})

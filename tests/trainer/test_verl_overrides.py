@@ -43,6 +43,9 @@ PRESET_REFUSALS = {
     "zerotir": ("rollout.async_rollouts", "filtering."),  # one step off-policy; ZeroTIR's replay filters
     "otc-grpo": ("reward.name",),  # OTC-GRPO's reward compares a group's completions
     "skyrl-v0": ("tools.environment",),  # the swe environment grades the patch in tirlab's trainer
+    # The search environment runs in tirlab's trainer; on verl, verl's own search tool asks tirlab's /retrieve.
+    "search-r1": ("tools.environment", "tools.search_url"),
+    "otc-search": ("tools.environment", "tools.search_url", "reward.name"),
 }
 
 
