@@ -40,6 +40,8 @@ TINY_TOOL_N1_MODEL = "tirlab/tiny-char-tool-n1"
 TINY_ARTIST_FC_MODEL = "tirlab/tiny-char-artist-fc"
 # The cold start taught codeact_mini's three tools on swe-mini repositories, unsure of the fix and of when to stop.
 TINY_SWE_MODEL = "tirlab/tiny-char-swe"
+# The cold start taught Search-R1's <search>/<answer> tags on search-mini, unsure of how many searches a question needs.
+TINY_SEARCH_MODEL = "tirlab/tiny-char-search"
 # The tiny models fine-tuned from the cold start by a recipe (trainer.models.loading.DERIVED).
 TINY_DERIVED_MODELS = (
     TINY_ARTIST_MODEL,
@@ -49,6 +51,7 @@ TINY_DERIVED_MODELS = (
     TINY_TOOL_N1_MODEL,
     TINY_ARTIST_FC_MODEL,
     TINY_SWE_MODEL,
+    TINY_SEARCH_MODEL,
 )
 TINY_MODELS = (TINY_MODEL, TINY_INIT_MODEL, TINY_BASE_MODEL, *TINY_DERIVED_MODELS)
 # Trace sets tirlab generates (trainer.sft.data.BUILTIN_TRACES), and the protocol each is written in; here
@@ -62,6 +65,7 @@ BUILTIN_SFT_TRACES = {
     "tool-n1-mini-sft": "tool_call_json",
     "artist-fc-mini-sft": "artist_fc",
     "swe-mini-sft": "codeact_mini",
+    "search-mini-sft": "search_r1",
 }
 # Search-R1's retriever.topk (PeterGriffinJin/Search-R1 @a14dc3a train_grpo.sh:81).
 DEFAULT_SEARCH_TOPK = 3

@@ -38,6 +38,8 @@ from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX
 from trainer.data.arithmetic import DIFFICULTIES, arithmetic_examples
 from trainer.data.function_calling import LEVELS as FC_LEVELS
 from trainer.data.function_calling import function_calling_examples
+from trainer.data.search_mini import LEVELS as SEARCH_MINI_LEVELS
+from trainer.data.search_mini import search_mini_examples
 from trainer.data.sft_traces import SFTDataError, SFTRow, parse_record
 from trainer.data.swe_mini import swe_mini_examples
 from trainer.data.swe_rows import SweRowError, parse_swe_row
@@ -102,6 +104,7 @@ BUILTIN_DATASETS = (
     "function-calling",
     "tool-chains",
     "swe-mini",
+    "search-mini",
     *BUILTIN_FILES,
     *USER_FILES,
 )
@@ -125,6 +128,11 @@ GENERATORS: dict[str, tuple[tuple[str, ...], str, _Generate]] = {
         lambda size, seed, level, split: tool_chain_examples(size, seed=seed, level=level, split=split),  # type: ignore[arg-type]
     ),
     "swe-mini": (("mixed",), "level", lambda size, seed, level, split: swe_mini_examples(size, seed=seed, split=split)),
+    "search-mini": (
+        SEARCH_MINI_LEVELS,
+        "level",
+        lambda size, seed, level, split: search_mini_examples(size, seed=seed, split=split, level=level),
+    ),
 }
 GENERATED = tuple(GENERATORS)
 

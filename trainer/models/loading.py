@@ -23,12 +23,13 @@ from trainer.models.tiny.derived import DerivedTiny
 from trainer.models.tiny.function_calling import ARTIST_FC, FC, TOOL_N1, TOOLRL
 from trainer.models.tiny.model import CharTokenizer, build_tiny_model
 from trainer.models.tiny.retool import RETOOL
+from trainer.models.tiny.search import SEARCH
 from trainer.models.tiny.swe import SWE
 
 DEFAULT_CACHE_DIR = Path("var/models")
 # Tiny models fine-tuned from the cold start (trainer.models.tiny.derived), by name.
 DERIVED: dict[str, DerivedTiny] = {
-    recipe.name: recipe for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC, SWE)
+    recipe.name: recipe for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC, SWE, SEARCH)
 }
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

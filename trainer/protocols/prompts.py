@@ -20,6 +20,9 @@ prompt told it about:
   list of calls with ``arguments`` and the tools as ``<tools>`` signatures.
 - ``search_r1`` (``search_r1``): Search-R1's base-model prompt (``<think>``, ``<search>``, ``<information>``,
   ``<answer>``) with the question at its end, the single user message, byte for byte.
+- ``search_r1_mini`` (for the tiny model): the same instruction cut to one sentence naming the
+  ``<search>`` and ``<answer>`` tags, then the question (search-r1-mini; Search-R1's runs to 600 characters of a
+  context of 1,024).
 - ``plain``: the question alone.
 - ``tool-signatures`` (for small models): the example's tools as one signature a line
   (``get_weather(city: string, unit?: celsius|fahrenheit)``, ``?`` marking an optional parameter,
@@ -193,6 +196,11 @@ _SEARCH_R1_USER = (
     "</answer>, without detailed illustrations. For example, <answer> Beijing </answer>. Question: {question}\n"
 )
 
+# Search-R1's instruction in one sentence, for the tiny model (search-r1-mini): the tags it writes, then the question.
+_SEARCH_R1_MINI_USER = (
+    "Search with <search> query </search>, answer with <answer> answer </answer>. Question: {question}\n"
+)
+
 TEMPLATES: dict[str, PromptTemplate] = {
     "torl": PromptTemplate("torl", user=_TORL_RAW, raw=True),
     "torl-chat": PromptTemplate("torl-chat", user="{question}", system=_TORL_SYSTEM),
@@ -207,6 +215,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         own_system_default=_TOOL_N1_DEFAULT_SYSTEM,
     ),
     "search_r1": PromptTemplate("search_r1", user=_SEARCH_R1_USER),
+    "search_r1_mini": PromptTemplate("search_r1_mini", user=_SEARCH_R1_MINI_USER),
     "plain": PromptTemplate("plain", user="{question}"),
     "tool-signatures": PromptTemplate("tool-signatures", user="{tools}\n{question}", tools_format="signatures"),
 }

@@ -32,7 +32,6 @@ RETOOL_MINI: dict[str, Any] = {
 
 
 def _tiny_cold_start(protocol: str) -> list[dict]:
-
     return tiny_cold_start_traces(protocol=protocol)
 
 
@@ -41,31 +40,26 @@ def _retool_mini(protocol: str) -> list[dict]:
 
 
 def _artist_mini(protocol: str) -> list[dict]:
-
     # One multiplication per <python> call, undecided about how many calls to make (artist-mini).
     return artist_traces()
 
 
 def _fc_mini(protocol: str) -> list[dict]:
-
     # JSON calls in ToolRL's layout, with the tools each request offers (tirlab/tiny-char-fc).
     return function_calling_traces(**FC_MINI)
 
 
 def _toolrl_mini(protocol: str) -> list[dict]:
-
     # ToolRL's layout, some traces wrong on purpose: format, Python calls, a call missing (tirlab/tiny-char-toolrl).
     return function_calling_traces(**TOOLRL_MINI)
 
 
 def _tool_n1_mini(protocol: str) -> list[dict]:
-
     # The same in Tool-N1's layout, one JSON list of calls (tirlab/tiny-char-tool-n1).
     return function_calling_traces(**TOOL_N1_MINI)
 
 
 def _artist_fc_mini(protocol: str) -> list[dict]:
-
     # Tool chains in ARTIST's syntax, some booked without the lookup on purpose (tirlab/tiny-char-artist-fc).
     return tool_chain_traces(**ARTIST_FC_MINI)
 
@@ -75,6 +69,13 @@ def _swe_mini(protocol: str) -> list[dict]:
     from trainer.sft.traces.swe import swe_traces
 
     return swe_traces()
+
+
+def _search_mini(protocol: str) -> list[dict]:
+    # Search-R1's tags on search-mini, 0, 1 or 2 searches whatever the question needs (tirlab/tiny-char-search).
+    from trainer.sft.traces.search import search_traces
+
+    return search_traces()
 
 
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
@@ -89,6 +90,7 @@ BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
         ("tool-n1-mini-sft", _tool_n1_mini),
         ("artist-fc-mini-sft", _artist_fc_mini),
         ("swe-mini-sft", _swe_mini),
+        ("search-mini-sft", _search_mini),
     )
 }
 
@@ -117,5 +119,3 @@ def load_sft_dataset(ref: str, *, protocol: str) -> list[SFTRow]:
             f"SFT dataset {ref!r} is neither a built-in trace set ({', '.join(BUILTIN_TRACES)}) nor a file"
         )
     return parse_rows(jsonl_records(path), protocol=protocol, source=str(path))
-
-
