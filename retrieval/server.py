@@ -85,6 +85,28 @@ def parse_request(req: Any, default_topk: int) -> tuple[list[str], int, bool]:
     return queries, topk or default_topk, return_scores
 
 
+def parse_body(body: bytes, default_topk: int) -> tuple[list[str], int, bool]:
+    """(queries, topk, return_scores) of a request body in either form, or BadRequest (field None: the body)."""
+    try:
+        req = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(None, f"the body is not JSON: {exc}") from None
+    return parse_request(req, default_topk)
+
+
+def retrieve(index: BM25Index, queries: list[str], topk: int, return_scores: bool) -> dict[str, Any]:
+    """The answer to a parsed request: `{"result": [one list per query]}`, scored items or the documents."""
+    result = []
+    for query in queries:
+        hits = index.search(query, topk)
+        documents = [index.corpus.document(hit.index) for hit in hits]
+        if return_scores:
+            result.append([{"document": doc, "score": hit.score} for doc, hit in zip(documents, hits, strict=True)])
+        else:
+            result.append(documents)
+    return {"result": result}
+
+
 class RetrievalServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
@@ -103,15 +125,7 @@ class RetrievalServer(ThreadingHTTPServer):
         self.topk = topk
 
     def retrieve(self, queries: list[str], topk: int, return_scores: bool) -> dict[str, Any]:
-        result = []
-        for query in queries:
-            hits = self.index.search(query, topk)
-            documents = [self.index.corpus.document(hit.index) for hit in hits]
-            if return_scores:
-                result.append([{"document": doc, "score": hit.score} for doc, hit in zip(documents, hits, strict=True)])
-            else:
-                result.append(documents)
-        return {"result": result}
+        return retrieve(self.index, queries, topk, return_scores)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -172,11 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         body = self.rfile.read(length)
         try:
-            try:
-                req = json.loads(body)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRequest(None, f"the body is not JSON: {exc}") from None
-            queries, topk, return_scores = parse_request(req, self.server.topk)
+            queries, topk, return_scores = parse_body(body, self.server.topk)
         except BadRequest as exc:
             self.send_json(400, {"detail": str(exc), "field": exc.field})
             return

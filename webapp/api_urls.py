@@ -2,7 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from webapp.accounts.api.views import ApiTokenViewSet
-from webapp.datasets.api.views import DatasetViewSet
+from webapp.datasets.api.views import CorpusRetrieveView, DatasetViewSet
 from webapp.rewards.api.views import RewardCatalogView, RewardConfigViewSet
 from webapp.runs.api.ingest_views import RunIngestView
 from webapp.runs.api.views import ExperimentViewSet, RunConfigSchemaView, RunViewSet
@@ -25,6 +25,7 @@ router.register("tokens", ApiTokenViewSet, basename="apitoken")
 
 urlpatterns = [
     path("runs/<int:pk>/ingest", RunIngestView.as_view(), name="run-ingest"),
+    path("datasets/<int:pk>/retrieve", CorpusRetrieveView.as_view(), name="dataset-retrieve"),
     path("rewards/", RewardCatalogView.as_view(), name="reward-catalog"),
     path("run-config/schema/", RunConfigSchemaView.as_view(), name="run-config-schema"),
     *router.urls,

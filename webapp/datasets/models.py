@@ -7,7 +7,9 @@ class Dataset(models.Model):
     """A dataset file on disk; rows are read by the trainer, never copied into Postgres.
 
     Problems for RL (data.train_dataset, data.val_dataset) in every format but `sft_traces`, whose
-    rows are traces for the SFT cold start (sft.dataset); trainer.data.datasets tells which, at upload."""
+    rows are traces for the SFT cold start (sft.dataset), and `search_corpus`, whose rows are the documents a
+    search run searches (tools.search_corpus); trainer.data.datasets tells which, at upload, and
+    webapp.datasets.services tells a corpus (retrieval.load_corpus)."""
 
     FORMATS = [
         ("jsonl_qa", "JSONL question/answer"),
@@ -16,7 +18,9 @@ class Dataset(models.Model):
         ("function_calling", "function-calling JSONL"),
         ("sft_traces", "SFT traces JSONL"),
         ("swe", "software-engineering rows (SWE-Gym, SWE-bench)"),
+        ("search_corpus", "Search-R1 retrieval corpus JSONL"),
     ]
+    CORPUS = "search_corpus"
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -54,6 +58,11 @@ class Dataset(models.Model):
     @property
     def file_path(self) -> str:
         return self.path if self.builtin else self.file.path
+
+    @property
+    def is_corpus(self) -> bool:
+        """Documents to search (tools.search_corpus, POST .../retrieve), not problems or traces."""
+        return self.format == self.CORPUS
 
     @property
     def offers_tools(self) -> bool:

@@ -1,7 +1,17 @@
 """Writes to datasets, with one set of rules for the datasets page and the API: an upload is
-validated in full before anything is stored; built-in datasets and other users' cannot be changed."""
+validated in full before anything is stored; built-in datasets and other users' cannot be changed.
 
+A retrieval corpus in Search-R1's jsonl format (`{"id", "contents"}` rows) is stored as a dataset of format
+`search_corpus`: a jsonl file whose first row has `contents` and that is no dataset trainer.data.datasets knows is
+read whole with retrieval.load_corpus at upload. Its BM25 index is built lazily, on first use (`corpus_index`, the
+dashboard's /retrieve; the trainer's search environment alike), cached under trainer.data.corpora.index_dir() by the
+file's sha256, so it is built once per machine whoever asks first."""
+
+import json
 import tempfile
+import threading
+from collections import OrderedDict
+from itertools import islice
 from pathlib import Path
 
 from django.conf import settings
@@ -11,7 +21,9 @@ from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from trainer.data.datasets import BUILTIN_FILES, DatasetError, DatasetInfo, inspect_dataset
+from retrieval import BM25Index, CorpusError, load_corpus, split_title_text
+from trainer.data.corpora import index_dir
+from trainer.data.datasets import BUILTIN_FILES, DatasetError, DatasetInfo, detect_format, inspect_dataset
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 
@@ -28,6 +40,93 @@ def _fields(info: DatasetInfo) -> dict:
         "preview": info.preview,
         "protocol": info.protocol or "",
     }
+
+
+PREVIEW_DOCUMENTS = 5
+# A corpus row's preview text is cut to this many characters (the file keeps it whole).
+PREVIEW_TEXT_CHARS = 500
+
+
+def _first_record(path: Path) -> object:
+    """The first non-blank line of a jsonl file, decoded; None when it is not JSON (or the file is not text)."""
+    try:
+        with path.open("rb") as file:
+            for raw in file:
+                if raw.strip():
+                    return json.loads(raw.decode("utf-8").removeprefix("\ufeff"))
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def is_corpus_file(path: Path) -> bool:
+    """Whether a file is meant as a retrieval corpus: its first row has `contents` and it is no dataset that
+    trainer.data.datasets recognises (every file detected before keeps its format)."""
+    record = _first_record(path)
+    if not isinstance(record, dict) or "contents" not in record:
+        return False
+    try:
+        detect_format(path)
+    except DatasetError:
+        return True
+    return False
+
+
+def corpus_document_view(row: dict) -> dict:
+    """A corpus row as a preview shows it: its id, the title (quotes stripped) and the text, cut."""
+    title, text = split_title_text(row["contents"])
+    cut = text if len(text) <= PREVIEW_TEXT_CHARS else text[:PREVIEW_TEXT_CHARS] + "…"
+    return {"id": row["id"], "title": title.strip('"'), "text": cut}
+
+
+def _corpus_fields(path: Path, *, filename: str | None) -> dict:
+    """What is stored of a corpus file read whole with retrieval.load_corpus; DatasetError naming the line of the
+    first bad row otherwise."""
+    try:
+        corpus = load_corpus(path)
+    except CorpusError as exc:
+        raise DatasetError(f"retrieval corpus: {exc}", filename=filename) from None
+    return {
+        "format": Dataset.CORPUS,
+        "row_count": len(corpus),
+        "size_bytes": path.stat().st_size,
+        "checksum": corpus.sha256,
+        "columns": ["id", "contents"],
+        "preview": [
+            corpus_document_view({"id": corpus.ids[i], "contents": corpus.contents[i]})
+            for i in range(min(PREVIEW_DOCUMENTS, len(corpus)))
+        ],
+        "protocol": "",
+    }
+
+
+def corpus_documents(dataset: Dataset, count: int) -> list[dict]:
+    """The first `count` documents of a stored corpus (validated whole at upload), as previews show them."""
+    with Path(dataset.file_path).open(encoding="utf-8") as file:
+        rows = (json.loads(line) for line in file if line.strip())
+        return [corpus_document_view(row) for row in islice(rows, count)]
+
+
+_INDEXES: OrderedDict[tuple[str, str], BM25Index] = OrderedDict()
+_INDEXES_LOCK = threading.Lock()
+# Indexes this process keeps loaded (the corpus rows in memory, the index memory-mapped).
+INDEXES_KEPT = 4
+
+
+def corpus_index(dataset: Dataset) -> BM25Index:
+    """The BM25 index of a stored corpus: kept in this process once loaded, read from the cache under
+    trainer.data.corpora.index_dir() (where the trainer's search environment reads it too), built there on the
+    first use of this file's content."""
+    key = (dataset.file_path, dataset.checksum)
+    with _INDEXES_LOCK:
+        if key in _INDEXES:
+            _INDEXES.move_to_end(key)
+            return _INDEXES[key]
+        index = BM25Index.load(load_corpus(dataset.file_path), index_dir())
+        _INDEXES[key] = index
+        while len(_INDEXES) > INDEXES_KEPT:
+            _INDEXES.popitem(last=False)
+        return index
 
 
 def _check_name(name: str) -> None:
@@ -51,13 +150,18 @@ def dataset_create_from_upload(
         for chunk in upload.chunks():
             tmp.write(chunk)
         tmp.flush()
-        info = inspect_dataset(Path(tmp.name), max_bytes=settings.DATASET_MAX_BYTES, filename=upload.name)
+        if is_corpus_file(Path(tmp.name)):
+            fields = _corpus_fields(Path(tmp.name), filename=upload.name)
+        else:
+            fields = _fields(
+                inspect_dataset(Path(tmp.name), max_bytes=settings.DATASET_MAX_BYTES, filename=upload.name)
+            )
         dataset = Dataset(
             name=name or Path(upload.name or "dataset").stem,
             description=description,
             owner=user,
             original_filename=upload.name or "",
-            **_fields(info),
+            **fields,
         )
         tmp.seek(0)
         dataset.file.save(Path(upload.name or "dataset").name, File(tmp), save=False)

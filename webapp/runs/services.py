@@ -80,6 +80,15 @@ def _resolve_dataset(
             raise ConfigError({field: [f"no dataset {ref!r} that you can use"]})
     else:
         dataset = Dataset.objects.filter(builtin=True, name=ref).first()
+    if dataset is not None and dataset.is_corpus:
+        raise ConfigError(
+            {
+                field: [
+                    f"'{ref}' ({dataset.name}) is a retrieval corpus, not a dataset of problems; "
+                    "name it as tools.search_corpus of a run with tools.environment 'search'"
+                ]
+            }
+        )
     misuse = dataset_misuse(ref, sft=field == "sft.dataset", format=dataset.format if dataset else None)
     if misuse:
         raise ConfigError({field: [misuse]})
@@ -91,6 +100,35 @@ def _resolve_dataset(
                 field: [
                     f"'{ref}' ({dataset.name}) is written in the '{dataset.protocol}' protocol but tools.protocol "
                     f"is '{traces_protocol}': the model would learn calls the rollout does not run"
+                ]
+            }
+        )
+    sources[field] = {
+        "id": dataset.pk,
+        "name": dataset.name,
+        "format": dataset.format,
+        "checksum": dataset.checksum,
+        "row_count": dataset.row_count,
+    }
+    return dataset.file_path
+
+
+def _resolve_corpus(ref: str | None, *, user: AbstractBaseUser, sources: dict) -> str | None:
+    """Replace a stored corpus's reference (tools.search_corpus `dataset:<id>`) by its file path; a built-in
+    corpus name or a file path is the trainer's to read (trainer.data.corpora)."""
+    field = "tools.search_corpus"
+    if ref is None or not ref.startswith(DATASET_REF_PREFIX):
+        return ref
+    key = ref.removeprefix(DATASET_REF_PREFIX)
+    dataset = Dataset.objects.visible_to(user).filter(pk=int(key)).first() if key.isdigit() else None
+    if dataset is None:
+        raise ConfigError({field: [f"no corpus {ref!r} that you can use"]})
+    if not dataset.is_corpus:
+        raise ConfigError(
+            {
+                field: [
+                    f"'{ref}' ({dataset.name}) is a {dataset.get_format_display()} dataset, not a retrieval corpus; "
+                    'upload a Search-R1 jsonl corpus ({"id", "contents"} a line) to search it'
                 ]
             }
         )
@@ -118,6 +156,9 @@ def resolve_config(
             resolved["data"][key] = _resolve_dataset(
                 resolved["data"][key], user=user, field=f"data.{key}", sources=sources
             )
+        resolved["tools"]["search_corpus"] = _resolve_corpus(
+            resolved["tools"].get("search_corpus"), user=user, sources=sources
+        )
         if resolved["sft"].get("dataset"):
             resolved["sft"]["dataset"] = _resolve_dataset(
                 resolved["sft"]["dataset"],

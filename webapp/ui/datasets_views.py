@@ -17,7 +17,7 @@ from trainer.protocols import PROTOCOL_NAMES, get_protocol
 from trainer.protocols.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt, tool_parameters
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
-from webapp.datasets.services import dataset_create_from_upload, dataset_delete
+from webapp.datasets.services import corpus_documents, dataset_create_from_upload, dataset_delete
 
 PAGE_SIZE = 50
 PREVIEW_ROWS = 5
@@ -49,7 +49,8 @@ def dataset_list(request: HttpRequest) -> HttpResponse:
             except ValidationError as exc:
                 upload_error = " ".join(exc.messages)
             else:
-                messages.success(request, f"Uploaded {dataset.name}: {dataset.row_count} rows, {dataset.format}.")
+                what = "documents" if dataset.is_corpus else "rows"
+                messages.success(request, f"Uploaded {dataset.name}: {dataset.row_count} {what}, {dataset.format}.")
                 return redirect("dataset-detail", pk=dataset.pk)
         status = 400
     visible = Dataset.objects.visible_to(request.user).select_related("owner")
@@ -69,6 +70,8 @@ def _choice(value: str | None, choices, default: str) -> str:
 
 
 def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: int) -> list[dict]:
+    if dataset.is_corpus:
+        return corpus_documents(dataset, count)
     if dataset.format == DatasetFormat.SFT_TRACES.value:
         return _trace_rows(dataset, protocol, template, count)
     rows = []
@@ -128,7 +131,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     rows, preview_error = [], None
     try:
         rows = _preview_rows(dataset, protocol, template or None, count)
-    except (DatasetError, PromptTemplateError, OSError) as exc:
+    except (DatasetError, PromptTemplateError, OSError, ValueError) as exc:
         preview_error = str(exc)
     return render(
         request,

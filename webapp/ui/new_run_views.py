@@ -102,6 +102,8 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     ]
     for dataset in Dataset.objects.visible_to(user).order_by("-builtin", "name"):
         value = dataset.name if dataset.builtin else f"{DATASET_REF_PREFIX}{dataset.pk}"
+        if dataset.is_corpus:
+            continue  # documents to search (tools.search_corpus), neither problems nor traces
         if dataset.format == DatasetFormat.SFT_TRACES.value:
             protocol = dataset.protocol or "no tool calls"
             label = f"{dataset.name} · {protocol} · {dataset.row_count} traces"

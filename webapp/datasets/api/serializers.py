@@ -32,7 +32,8 @@ class DatasetSerializer(serializers.ModelSerializer):
 
 class DatasetUploadSerializer(serializers.Serializer):
     file = serializers.FileField(
-        help_text="JSONL (question/answer, GSM8K, function calling, SFT traces) or verl parquet."
+        help_text="JSONL (question/answer, GSM8K, function calling, SFT traces, a Search-R1 retrieval corpus) "
+        "or verl parquet."
     )
     name = serializers.CharField(required=False, allow_blank=True, help_text="Default: the file's name.")
     description = serializers.CharField(required=False, allow_blank=True)
