@@ -125,12 +125,19 @@ def test_the_pages_list_and_preview_a_corpus_as_documents(client, owner):
     assert "ground truth" not in page and "Prompt template" not in page
 
 
-def test_the_new_run_form_does_not_offer_a_corpus_as_problems(client, owner):
+def test_the_new_run_form_offers_a_corpus_for_the_search_corpus_and_not_as_problems(client, owner):
     client.force_login(owner)
     client.post("/datasets/", {"file": SimpleUploadedFile("wiki.jsonl", jsonl(*ROWS))})
     corpus = Dataset.objects.get()
     page = client.get("/runs/new/").content.decode()
-    assert f'value="dataset:{corpus.pk}"' not in page
+    assert re.search(r'name="config.tools.search_corpus" value="[^"]*" list="corpus-choices"', page)
+    corpora = re.search(r'<datalist id="corpus-choices">(.*?)</datalist>', page, re.S).group(1)
+    assert re.findall(r'<option value="([^"]*)" label="([^"]*)">', corpora) == [
+        ("search-mini", "search-mini · generated corpus · built-in"),
+        (f"dataset:{corpus.pk}", "wiki · 3 documents (uploaded)"),
+    ]
+    problems = re.search(r'<datalist id="dataset-choices">(.*?)</datalist>', page, re.S).group(1)
+    assert f'value="dataset:{corpus.pk}"' not in problems
 
 
 def test_a_corpus_is_indexed_once_under_the_var_folder(api, tmp_path):

@@ -16,8 +16,9 @@ from typing import Any
 
 FIELD_PREFIX = "config."
 # Fields ending in "dataset" offer the stored datasets (the page's datalists, webapp.ui.new_run_views):
-# sft.dataset takes SFT traces, every other one problems for RL.
+# sft.dataset takes SFT traces, every other one problems for RL; tools.search_corpus offers the retrieval corpora.
 TRACES_FIELDS = {"sft.dataset"}
+CORPUS_FIELDS = {"tools.search_corpus"}
 
 
 @dataclass
@@ -128,6 +129,8 @@ def _leaf(key: str, path: str, spec: dict, value: Any) -> ConfigField:
         built.kind = "textarea" if key.endswith("template") else "text"
         if key.endswith("dataset"):
             built.datalist = "trace-choices" if path in TRACES_FIELDS else "dataset-choices"
+        elif path in CORPUS_FIELDS:
+            built.datalist = "corpus-choices"
     built.value = _display(value, built.kind)
     return built
 

@@ -12,7 +12,14 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from trainer.config import BUILTIN_SFT_TRACES, DATASET_REF_PREFIX, ConfigError, config_json_schema, default_config
+from trainer.config import (
+    BUILTIN_CORPORA,
+    BUILTIN_SFT_TRACES,
+    DATASET_REF_PREFIX,
+    ConfigError,
+    config_json_schema,
+    default_config,
+)
 from trainer.data.arithmetic import DIFFICULTIES
 from trainer.data.datasets import DatasetFormat
 from trainer.data.function_calling import LEVELS as FC_LEVELS
@@ -79,11 +86,11 @@ def _default_names(user) -> dict[str, str]:
     return names
 
 
-def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     """What the dataset fields offer: (problems for data.train_dataset and data.val_dataset, SFT traces
-    for sft.dataset). The arithmetic generator's levels, stored built-ins by name, the user's uploads
-    as dataset:<id>, and the trace sets tirlab generates by name, each with the protocol its traces
-    are written in."""
+    for sft.dataset, retrieval corpora for tools.search_corpus). The arithmetic generator's levels, stored
+    built-ins by name, the user's uploads as dataset:<id>, the trace sets tirlab generates by name, each with
+    the protocol its traces are written in, and the corpora tirlab generates by name."""
     # The seeded arithmetic generator (trainer.data.arithmetic), one entry per level, 'arithmetic' itself the easy/hard
     # mix.
     problems = [
@@ -100,10 +107,13 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     traces = [
         {"value": name, "label": f"{name} · {protocol} · built-in"} for name, protocol in BUILTIN_SFT_TRACES.items()
     ]
+    corpora = [{"value": name, "label": f"{name} · generated corpus · built-in"} for name in BUILTIN_CORPORA]
     for dataset in Dataset.objects.visible_to(user).order_by("-builtin", "name"):
         value = dataset.name if dataset.builtin else f"{DATASET_REF_PREFIX}{dataset.pk}"
         if dataset.is_corpus:
-            continue  # documents to search (tools.search_corpus), neither problems nor traces
+            # Documents to search, neither problems nor traces.
+            corpora.append({"value": value, "label": f"{dataset.name} · {dataset.row_count} documents (uploaded)"})
+            continue
         if dataset.format == DatasetFormat.SFT_TRACES.value:
             protocol = dataset.protocol or "no tool calls"
             label = f"{dataset.name} · {protocol} · {dataset.row_count} traces"
@@ -111,7 +121,7 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         else:
             label = f"{dataset.name} · {dataset.get_format_display()} · {dataset.row_count} rows"
             problems.append({"value": value, "label": label if dataset.builtin else f"{label} (uploaded)"})
-    return problems, traces
+    return problems, traces, corpora
 
 
 def _meta_from(data) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -204,7 +214,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         values = preset_config(preset).model_dump(mode="json") if meta["preset"] else default_config()
         sections = config_sections(schema, values)
         status = 200
-    problems, traces = _dataset_choices(request.user)
+    problems, traces, corpora = _dataset_choices(request.user)
     config_field_errors = {path.removeprefix("config."): m for path, m in errors.items() if path.startswith("config.")}
     unplaced = attach_errors(sections, config_field_errors)
     form_errors = {key: m for key, m in errors.items() if not key.startswith("config.")}
@@ -226,6 +236,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         "preset_configs": _preset_configs(),
         "datasets": problems,
         "traces": traces,
+        "corpora": corpora,
         "reward_configs": RewardConfig.objects.visible_to(request.user).order_by("-builtin", "name"),
         "experiments": Experiment.objects.visible_to(request.user).order_by("name"),
     }
