@@ -29,6 +29,7 @@ from webapp.runs.models import Run, Trajectory
 from webapp.runs.selectors import SEARCH_MAX_CHARS, InvalidSearch, run_trajectories
 from webapp.ui import rollout_samples as samples
 from webapp.ui.external_runs import config_protocol
+from webapp.ui.rollout_search import search_view
 from webapp.ui.rollout_swe import mark_turns, swe_view
 
 GROUPS_PER_PAGE = 4
@@ -99,6 +100,10 @@ def _trajectory_view(trajectory: Trajectory, target: tuple[int | None, int | Non
     if trajectory.swe is not None:
         trajectory.answer_cell = trajectory.swe["cell"]
         mark_turns(trajectory.turn_views)
+    trajectory.search_outcome = search_view(trajectory.outcome, trajectory.ground_truth, trajectory.final_answer)
+    if trajectory.search_outcome is not None:
+        trajectory.answer_cell = samples.cell(trajectory.search_outcome["cell"])
+        trajectory.ground_truth_text = trajectory.search_outcome["expected"] or trajectory.ground_truth_text
     trajectory.is_target = target == (trajectory.prompt_index, trajectory.sample_index)
     trajectory.deep_link = (
         _query({"step": trajectory.step, "prompt": trajectory.prompt_index, "sample": trajectory.sample_index})
