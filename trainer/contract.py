@@ -56,7 +56,7 @@ def field_errors(exc: ValidationError, prefix: str = "") -> dict[str, list[str]]
     """
     errors: dict[str, list[str]] = {}
     for err in exc.errors():
-        path = _join(prefix, *(str(part) for part in err["loc"]))
+        path = _join(prefix, *error_path(err))
         cause = err.get("ctx", {}).get("error") if err["type"] == "value_error" else None
         if isinstance(cause, FieldErrors):
             for sub_path, messages in cause.errors.items():
@@ -64,6 +64,21 @@ def field_errors(exc: ValidationError, prefix: str = "") -> dict[str, list[str]]
         else:
             errors.setdefault(path, []).append(str(cause) if cause is not None else err["msg"])
     return errors
+
+
+# A tagged union's errors carry the member's tag in their location ("outcome.swe.turns"), and a wrong tag is the
+# union's own error ("outcome"); the field path says neither: "outcome.turns", "outcome.kind".
+_UNION_TAG_ERRORS = {"union_tag_invalid": "kind", "union_tag_not_found": "kind"}
+_TAGGED_UNIONS = {"outcome": ("swe", "search")}
+
+
+def error_path(err: Any) -> list[str]:
+    """The field path of one pydantic error, its location without a tagged union's tags."""
+    parts = [str(part) for part in err["loc"]]
+    path = [part for i, part in enumerate(parts) if not (i and part in _TAGGED_UNIONS.get(parts[i - 1], ()))]
+    if err["type"] in _UNION_TAG_ERRORS:
+        path.append(_UNION_TAG_ERRORS[err["type"]])
+    return path
 
 
 class RunStatus(StrEnum):

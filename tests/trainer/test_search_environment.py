@@ -192,3 +192,22 @@ def test_the_config_asks_for_a_corpus_or_a_url_with_the_search_environment() -> 
     with pytest.raises(ConfigError) as unused:
         validate_config({"tools": {"protocol": "python_markdown", "search_corpus": "search-mini", "search_topk": 5}})
     assert {"tools.search_corpus", "tools.search_topk"} <= set(unused.value.errors)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "field"),
+    [
+        ({"kind": "search", "end": "gave up", "actions": 1}, "outcome.end"),
+        ({"kind": "search", "end": "answered", "actions": 1, "searches": [{"query": 3}]}, "outcome.searches.0.query"),
+        ({"kind": "sql"}, "outcome.kind"),
+    ],
+)
+def test_a_malformed_search_outcome_is_refused_with_its_field(outcome: dict, field: str) -> None:
+    from pydantic import ValidationError
+
+    from trainer.contract import field_errors
+
+    trajectory = {"step": 0, "prompt_index": 0, "sample_index": 0, "prompt": "q", "reward": 0.0, "correct": False}
+    with pytest.raises(ValidationError) as refused:
+        TrajectoryIn.model_validate({**trajectory, "outcome": outcome})
+    assert list(field_errors(refused.value)) == [field]

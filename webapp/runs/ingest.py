@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from trainer.contract import IngestBatch, MetricStepIn, SweOutcomeIn, TrajectoryIn
+from trainer.contract import IngestBatch, MetricStepIn, SweOutcomeIn, TrajectoryIn, error_path
 from webapp.core.tokens import hash_secret
 from webapp.runs.events import heartbeat_event, log_line_payload, publish_run_events
 from webapp.runs.metric_store import update_summary, write_metric_steps
@@ -43,7 +43,7 @@ def parse_batch(payload: Any) -> IngestBatch:
     except ValidationError as exc:
         errors: dict[str, list[str]] = {}
         for error in exc.errors(include_url=False):
-            path = ".".join(str(part) for part in error["loc"]) or "non_field_errors"
+            path = ".".join(error_path(error)) or "non_field_errors"
             errors.setdefault(path, []).append(error["msg"])
         raise IngestRejected(errors) from None
 
