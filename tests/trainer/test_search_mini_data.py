@@ -1,0 +1,218 @@
+"""search-mini's data (trainer.data.search_mini) and its cold start's traces (trainer.sft.traces.search): a made-up
+knowledge base whose names match only themselves, questions of 0, 1 and 2 hops on disjoint train and test
+entities, a corpus BM25 finds each subject's document in, and traces whose observations are what the search
+environment feeds back."""
+
+import collections
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from retrieval import load_corpus
+from trainer.data.datasets import BUILTIN_DATASETS, GENERATORS, load_dataset
+from trainer.data.search_mini import (
+    DATA_SOURCE,
+    TOPK,
+    corpus_rows,
+    entities,
+    knowledge_base,
+    search_index,
+    search_mini_examples,
+    search_results,
+)
+from trainer.models.tiny.model import CharTokenizer
+from trainer.protocols.prompts import TEMPLATES
+from trainer.protocols.search_r1 import SearchR1
+from trainer.rewards import score
+from trainer.rewards.search_r1 import golden_answers
+from trainer.sft.data import load_sft_dataset
+from trainer.sft.traces.search import PROTOCOL, TEMPLATE, SearchMiniMix, search_traces
+from trainer.sft.train import encode_trace
+
+# The tiny model has 1,024 positions; a trace leaves room for a longer answer or a query gone astray.
+MAX_TRACE_TOKENS = 900
+_SEARCH = re.compile(r"<search> (?P<query>.*?) </search>")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory):
+    return search_index(tmp_path_factory.mktemp("search-mini"))
+
+
+@pytest.fixture(scope="module")
+def traces() -> list[dict]:
+    return search_traces(SearchMiniMix(traces=600))
+
+
+def _documents() -> dict[str, str]:
+    """Each document's title (unquoted) -> its text."""
+    return {row["contents"].split("\n")[0].strip('"'): row["contents"].split("\n", 1)[1] for row in corpus_rows()}
+
+
+def test_names_are_distinct_and_none_is_inside_another() -> None:
+    kb = knowledge_base()
+    words = {word for name in (*kb.cities, *(o.name for o in kb.organisations)) for word in name.split()}
+    words |= {word for person in kb.people for word in person.name.split()}
+    suffixes = {"Labs", "Corp", "Group", "Bank", "Media"}
+    made_up = sorted(words - suffixes)
+    for word in made_up:
+        assert not [other for other in made_up if other != word and word.lower() in other.lower()], word
+    names = [*kb.cities, *(o.name for o in kb.organisations), *(p.name for p in kb.people)]
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert not [other for other in names if other != name and f" {name} " in f" {other} "], name
+
+
+def test_the_corpus_is_deterministic_and_loads_as_a_search_r1_corpus(tmp_path: Path) -> None:
+    rows = corpus_rows()
+    assert rows == corpus_rows()
+    kb = knowledge_base()
+    assert len(rows) == len(kb.people) + len(kb.organisations)
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    corpus = load_corpus(path)
+    assert len(corpus) == len(rows)
+    assert corpus.document(0)["title"] == kb.people[0].name
+    assert rows[0]["contents"] == f'"{kb.people[0].name}"\n{kb.people[0].name} lives in {kb.people[0].city} and ' + (
+        f"works for {kb.people[0].employer}."
+    )
+    assert max(len(row["contents"]) for row in rows) <= 80
+
+
+def test_searching_a_name_puts_its_document_first(index) -> None:
+    kb = knowledge_base()
+    for name in (*(p.name for p in kb.people), *(o.name for o in kb.organisations)):
+        results = search_results(index, name, TOPK)
+        assert len(results) == TOPK
+        assert results[0]["document"]["title"] == name, name
+        assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+
+
+def test_search_results_are_what_the_environment_s_retriever_returns(index) -> None:
+    from trainer.envs.search.retriever import LocalRetriever
+
+    retriever = LocalRetriever(index, TOPK)
+    for query in ("Where is it based?", knowledge_base().people[3].name, knowledge_base().organisations[1].name):
+        assert retriever.search(query) == search_results(index, query, TOPK)
+
+
+def test_train_and_test_ask_about_disjoint_people_and_organisations() -> None:
+    train = search_mini_examples(1500, split="train")
+    test = search_mini_examples(600, split="test")
+    sft = search_mini_examples(1500, split="sft")
+    assert entities(train) and entities(test)
+    assert not entities(train) & entities(test)
+    assert not entities(sft) & entities(test)
+    kb = knowledge_base()
+    held_out = {p.name for p in kb.people if p.test} | {o.name for o in kb.organisations if o.test}
+    assert entities(test) <= held_out and not entities(train) & held_out
+    # Nor does a test question's answer name a training organisation.
+    train_orgs = {o.name for o in kb.organisations if not o.test}
+    assert not {e.extra_info["answer"] for e in test} & train_orgs
+    # Both splits' documents are in the one corpus.
+    titles = set(_documents())
+    assert entities(train) | entities(test) <= titles
+
+
+def test_the_questions_are_a_third_of_each_hop_count() -> None:
+    examples = search_mini_examples(300, seed=4, split="train")
+    counts = collections.Counter(e.data_source for e in examples)
+    assert counts == {f"{DATA_SOURCE}-{hops}hop": 100 for hops in (0, 1, 2)}
+    assert all(e.data_source == f"search-mini-{e.extra_info['hops']}hop" for e in examples)
+    assert all(len(e.prompt) == 1 and e.prompt[0]["role"] == "user" for e in examples)
+    assert search_mini_examples(30, seed=4) == search_mini_examples(30, seed=4)
+    assert search_mini_examples(30, seed=4) != search_mini_examples(30, seed=5)
+    only = search_mini_examples(20, level="2hop", split="test")
+    assert {e.extra_info["hops"] for e in only} == {2}
+
+
+def test_the_golden_answers_are_the_corpus_facts() -> None:
+    documents = _documents()
+    for example in search_mini_examples(600, seed=1, split="train") + search_mini_examples(300, split="test"):
+        info = example.extra_info
+        (answer,) = golden_answers(example.ground_truth)
+        question = example.prompt[0]["content"]
+        subject = documents[info["subject"]]
+        if info["hops"] == 2:
+            assert question == f"Where is {info['subject']}'s employer based?"
+            assert subject.endswith(f"works for {info['bridge']}.")
+            assert documents[info["bridge"]] == f"{info['bridge']} is based in {answer}."
+        else:
+            relation = {"lives": f"lives in {answer}", "works": f"works for {answer}.", "based": f"based in {answer}."}
+            assert relation[info["relation"]] in subject, (question, subject)
+            # A 0-hop question states its fact; a 1-hop one does not.
+            assert (answer in question) == (info["hops"] == 0), question
+        assert score("search_r1", f"<answer> {answer} </answer>", example.ground_truth).total == 1.0
+
+
+def test_the_generator_is_a_builtin_dataset() -> None:
+    assert "search-mini" in BUILTIN_DATASETS and "search-mini" in GENERATORS
+    examples = load_dataset("search-mini", split="test", size=9)
+    assert [e.extra_info["hops"] for e in examples] == [0, 1, 2] * 3
+    assert {e.extra_info["hops"] for e in load_dataset("search-mini:1hop", size=6)} == {1}
+
+
+def test_the_template_is_short_and_names_the_tags() -> None:
+    template = TEMPLATES[TEMPLATE].user
+    assert "<search> query </search>" in template and "<answer>" in template and "{question}" in template
+    assert len(template) <= 120
+
+
+def test_each_hop_count_gets_0_1_and_2_searches_alike(traces: list[dict]) -> None:
+    counts = collections.Counter((t["extra_info"]["hops"], t["extra_info"]["searches"]) for t in traces)
+    for hops in (0, 1, 2):
+        per = [counts[hops, searches] for searches in (0, 1, 2)]
+        assert max(per) - min(per) <= 1, (hops, per)
+    for trace in traces:
+        assert len(_SEARCH.findall(trace["response"])) == trace["extra_info"]["searches"] == trace["tool_outputs"]
+
+
+def test_the_traces_answer_from_what_they_retrieved(traces: list[dict]) -> None:
+    examples = {t["prompt"][0]["content"]: t for t in traces}
+    assert len(examples) > 100
+    right = collections.Counter()
+    for trace in traces:
+        info = trace["extra_info"]
+        right[info["hops"], info["searches"]] += info["correct"]
+        assert SearchR1().final_answer(trace["response"]) is not None
+    for (hops, searches), count in right.items():
+        # Right exactly where the passages it searched hold the answer (or the question states it).
+        assert (count > 0) == (searches >= hops), (hops, searches)
+    total = collections.Counter((t["extra_info"]["hops"], t["extra_info"]["searches"]) for t in traces)
+    assert all(right[key] in (0, total[key]) for key in total)
+
+
+def test_the_observations_are_what_the_environment_feeds_back(traces: list[dict], index) -> None:
+    protocol = SearchR1()
+    for trace in traces:
+        response = trace["response"]
+        queries = _SEARCH.findall(response)
+        observations = protocol.tool_texts(response)
+        assert observations == [protocol.information(search_results(index, q, TOPK)) for q in queries]
+        # Each search is answered right after its tag, and the answer ends the trace.
+        expected = "".join(f"<search> {q} </search>{o}" for q, o in zip(queries, observations, strict=True))
+        assert response.startswith(expected) and response.endswith(" </answer>")
+        assert re.fullmatch(r"<answer> [^<]+ </answer>", response[len(expected) :]), response
+
+
+def test_the_first_query_is_the_subject_and_the_second_the_bridge(traces: list[dict]) -> None:
+    kb = knowledge_base()
+    employers = {p.name: p.employer for p in kb.people}
+    for trace in traces:
+        queries = _SEARCH.findall(trace["response"])
+        question = trace["prompt"][0]["content"]
+        if queries:
+            assert queries[0] in question
+        if len(queries) == 2 and queries[0] in employers:
+            assert queries[1] == employers[queries[0]]
+
+
+def test_the_traces_load_for_sft_and_fit_the_tiny_model() -> None:
+    rows = load_sft_dataset("search-mini-sft", protocol=PROTOCOL)
+    assert len(rows) == 4000
+    tokenizer = CharTokenizer()
+    lengths = [len(encode_trace(tokenizer, row, protocol=PROTOCOL, template=TEMPLATE)[0]) for row in rows]
+    assert max(lengths) <= MAX_TRACE_TOKENS
+    assert all(row.tool_outputs == len(_SEARCH.findall(row.response)) for row in rows)
