@@ -20,6 +20,7 @@ from trainer.models.tiny.cold_start import (
 )
 from trainer.models.tiny.function_calling import ARTIST_FC, FC, TOOL_N1, TOOLRL
 from trainer.models.tiny.retool import RETOOL
+from trainer.models.tiny.search import SEARCH
 from trainer.models.tiny.swe import SWE
 
 REBUILD = "python -m trainer cold-start --ship"
@@ -48,7 +49,7 @@ def shipped_base_model() -> Path:
 
 def test_exactly_the_current_recipes_are_shipped(shipped: Path, shipped_base_model: Path) -> None:
     derived = []
-    for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC, SWE):
+    for recipe in (ARTIST, RETOOL, FC, TOOLRL, TOOL_N1, ARTIST_FC, SWE, SEARCH):
         path = recipe.shipped()
         assert path is not None, (
             f"no shipped {recipe.name} for its recipe (fingerprint {recipe.fingerprint()}): rebuild it with "
@@ -138,3 +139,48 @@ def test_the_json_call_models_load_without_training_and_call_in_their_layouts(tm
         # Each in its paper's layout: Tool-N1's reward pays only the list layout's exact calls.
         n1 = [score("tool_n1", text, e.ground_truth).total for text, e in zip(outputs, examples, strict=True)]
         assert (sum(n1) > 0) == (recipe is TOOL_N1), recipe.name
+
+
+def test_the_search_model_loads_without_training_and_searches_in_search_r1_syntax(tmp_path: Path) -> None:
+    from trainer.data.search_mini import TOPK, search_index, search_mini_examples, search_results
+    from trainer.protocols.prompts import prompt_text
+    from trainer.protocols.search_r1 import SearchR1, action
+    from trainer.rewards import score
+    from trainer.sft.train import _continue
+
+    logs: list[str] = []
+    model, tokenizer = load_policy(SEARCH.name, cache_dir=tmp_path / "cache", log=logs.append)
+    assert logs == [] and not (tmp_path / "cache").exists()
+    index = search_index(tmp_path)
+    protocol = SearchR1()
+    examples = search_mini_examples(60, split="test")
+    prompts = [prompt_text(tokenizer, e, "search_r1", SEARCH.template) for e in examples]
+    responses, open_ = [""] * len(examples), list(range(len(examples)))
+    for _ in range(3):  # Search-R1's loop, greedy, at most two searches answered
+        outputs = _continue(
+            model,
+            tokenizer,
+            [prompts[i] + responses[i] for i in open_],
+            max_new_tokens=64,
+            stop=["</search>", "</answer>"],
+            temperature=0,
+        )
+        still = []
+        for i, output in zip(open_, outputs, strict=True):
+            responses[i] += output
+            kind, query = action(output)
+            if kind == "search":
+                responses[i] += protocol.information(search_results(index, query, TOPK))
+                still.append(i)
+        open_ = still
+    answered = sum(protocol.final_answer(r) is not None for r in responses) / len(responses)
+    right = {hops: [] for hops in (0, 1, 2)}
+    for example, response in zip(examples, responses, strict=True):
+        right[example.extra_info["hops"]].append(score("search_r1", response, example.ground_truth).total)
+    accuracy = {hops: sum(values) / len(values) for hops, values in right.items()}
+    searches = [protocol.count_tool_calls(r) for r in responses]
+    # Search-R1's syntax: greedy, measured on these 60 questions: 0.88 answered, searching once or twice.
+    assert answered >= 0.8, (answered, accuracy)
+    assert 1 <= sum(searches) / len(searches) <= 2, searches
+    # Not yet what RL needs: the model does not copy the made-up names it searches for and answers with (greedy
+    # accuracy 0.017); a better recipe is still to be found (trainer.models.tiny.search).
