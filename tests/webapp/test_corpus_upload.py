@@ -138,6 +138,10 @@ def test_the_new_run_form_offers_a_corpus_for_the_search_corpus_and_not_as_probl
     ]
     problems = re.search(r'<datalist id="dataset-choices">(.*?)</datalist>', page, re.S).group(1)
     assert f'value="dataset:{corpus.pk}"' not in problems
+    # The questions a search run asks, by level, are offered as problems.
+    assert '<option value="search-mini" label="mixed search-mini, seeded">' in problems
+    assert '<option value="search-mini:2hop" label="2hop search-mini, seeded">' in problems
+    assert '<option value="swe-mini" label="mixed swe-mini, seeded">' in problems
 
 
 def test_a_corpus_is_indexed_once_under_the_var_folder(api, tmp_path):

@@ -21,7 +21,7 @@ from trainer.config import (
     default_config,
 )
 from trainer.data.arithmetic import DIFFICULTIES
-from trainer.data.datasets import DatasetFormat
+from trainer.data.datasets import GENERATORS, DatasetFormat
 from trainer.data.function_calling import LEVELS as FC_LEVELS
 from trainer.presets import PRESET_DESCRIPTIONS, PRESETS, PRESETS_REGISTRY, preset_config
 from webapp.datasets.models import Dataset
@@ -103,6 +103,12 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]], 
             "label": f"{level} function calling, seeded",
         }
         for level in FC_LEVELS
+    ] + [
+        # The other seeded generators (tool chains, swe-mini's repositories, search-mini's questions), by level.
+        {"value": name if level == "mixed" else f"{name}:{level}", "label": f"{level} {name}, seeded"}
+        for name, (levels, _, _) in GENERATORS.items()
+        if name not in ("arithmetic", "function-calling")
+        for level in levels
     ]
     traces = [
         {"value": name, "label": f"{name} · {protocol} · built-in"} for name, protocol in BUILTIN_SFT_TRACES.items()
