@@ -93,23 +93,30 @@ def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]], 
     the protocol its traces are written in, and the corpora tirlab generates by name."""
     # The seeded arithmetic generator (trainer.data.arithmetic), one entry per level, 'arithmetic' itself the easy/hard
     # mix.
-    problems = [
-        {"value": "arithmetic" if level == "mixed" else f"arithmetic:{level}", "label": f"{level} arithmetic, seeded"}
-        for level in DIFFICULTIES
-    ] + [
-        # The seeded function-calling generator (trainer.data.function_calling): JSON calls for tool_call_json runs.
-        {
-            "value": "function-calling" if level == "mixed" else f"function-calling:{level}",
-            "label": f"{level} function calling, seeded",
-        }
-        for level in FC_LEVELS
-    ] + [
-        # The other seeded generators (tool chains, swe-mini's repositories, search-mini's questions), by level.
-        {"value": name if level == "mixed" else f"{name}:{level}", "label": f"{level} {name}, seeded"}
-        for name, (levels, _, _) in GENERATORS.items()
-        if name not in ("arithmetic", "function-calling")
-        for level in levels
-    ]
+    problems = (
+        [
+            {
+                "value": "arithmetic" if level == "mixed" else f"arithmetic:{level}",
+                "label": f"{level} arithmetic, seeded",
+            }
+            for level in DIFFICULTIES
+        ]
+        + [
+            # The seeded function-calling generator (trainer.data.function_calling): JSON calls for tool_call_json runs.
+            {
+                "value": "function-calling" if level == "mixed" else f"function-calling:{level}",
+                "label": f"{level} function calling, seeded",
+            }
+            for level in FC_LEVELS
+        ]
+        + [
+            # The other seeded generators (tool chains, swe-mini's repositories, search-mini's questions), by level.
+            {"value": name if level == "mixed" else f"{name}:{level}", "label": f"{level} {name}, seeded"}
+            for name, (levels, _, _) in GENERATORS.items()
+            if name not in ("arithmetic", "function-calling")
+            for level in levels
+        ]
+    )
     traces = [
         {"value": name, "label": f"{name} · {protocol} · built-in"} for name, protocol in BUILTIN_SFT_TRACES.items()
     ]
