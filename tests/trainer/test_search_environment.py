@@ -161,7 +161,10 @@ def test_a_retrieval_server_at_a_url_gives_what_the_corpus_in_process_gives(corp
     assert remote.text == local.text and remote.outcome == local.outcome
 
 
-def test_a_server_that_refuses_fails_the_search_with_its_answer(tmp_path: Path) -> None:
+def test_a_server_that_refuses_fails_the_search_with_its_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer.envs.search import retriever
+
+    monkeypatch.setattr(retriever, "BACKOFF_S", 0.0)  # asked three times all the same, without the waits
     dead = retriever_for(corpus=None, url="http://127.0.0.1:9/retrieve", topk=3)
     with pytest.raises(RetrievalError, match="could not be reached"):
         dead.search("anything")
