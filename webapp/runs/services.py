@@ -103,14 +103,19 @@ def _resolve_dataset(
                 ]
             }
         )
-    sources[field] = {
+    sources[field] = _source(dataset)
+    return dataset.file_path
+
+
+def _source(dataset: Dataset) -> dict:
+    """What a run records of a stored dataset it names (its `sources`)."""
+    return {
         "id": dataset.pk,
         "name": dataset.name,
         "format": dataset.format,
         "checksum": dataset.checksum,
         "row_count": dataset.row_count,
     }
-    return dataset.file_path
 
 
 def _resolve_corpus(ref: str | None, *, user: AbstractBaseUser, sources: dict) -> str | None:
@@ -132,13 +137,7 @@ def _resolve_corpus(ref: str | None, *, user: AbstractBaseUser, sources: dict) -
                 ]
             }
         )
-    sources[field] = {
-        "id": dataset.pk,
-        "name": dataset.name,
-        "format": dataset.format,
-        "checksum": dataset.checksum,
-        "row_count": dataset.row_count,
-    }
+    sources[field] = _source(dataset)
     return dataset.file_path
 
 
