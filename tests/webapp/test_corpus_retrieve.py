@@ -17,18 +17,11 @@ from skyrl_gym.envs.search.env import SearchEnv, SearchEnvConfig
 
 from retrieval import BM25Index, load_corpus
 from retrieval.server import BadRequest, parse_request, retrieve
+from tests.retrieval.conftest import ROWS
 from tests.webapp.conftest import client_for
 from webapp.accounts.services import api_token_create, api_token_revoke
 from webapp.datasets.models import Dataset
 
-ROWS = [
-    {"id": "paris", "contents": '"Paris"\nParis is the capital and largest city of France.'},
-    {"id": "zorblat", "contents": '"Zorblat"\nZorblat is a harbour city founded by Quenby Marsh in 1802.'},
-    {"id": "france", "contents": '"France"\nFrance is a country in Western Europe. Its capital is Paris.'},
-    {"id": "marsh", "contents": '"Quenby Marsh"\nQuenby Marsh was an explorer born in Velloria.\nShe founded a city.'},
-    {"id": "velloria-a", "contents": '"Velloria"\nVelloria is a city of bridges.'},
-    {"id": "velloria-b", "contents": '"Velloria"\nVelloria is a city of bridges.'},
-]
 ZORBLAT = "Zorblat is a harbour city founded by Quenby Marsh in 1802."
 MARSH = "Quenby Marsh was an explorer born in Velloria.\nShe founded a city."
 VERL_SEARCH_UTILS = Path(__file__).parents[1] / "retrieval" / "upstream" / "verl-0.7.1-search_r1_like_utils.py.txt"

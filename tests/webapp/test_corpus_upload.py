@@ -9,16 +9,14 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from tests.retrieval.conftest import ROWS as CORPUS_ROWS
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import corpus_index
 
 pytestmark = pytest.mark.django_db
 
-ROWS = [
-    {"id": "paris", "contents": '"Paris"\nParis is the capital and largest city of France.'},
-    {"id": "zorblat", "contents": '"Zorblat"\nZorblat is a harbour city founded by Quenby Marsh in 1802.'},
-    {"id": "marsh", "contents": '"Quenby Marsh"\nQuenby Marsh was an explorer born in Velloria.\nShe founded a city.'},
-]
+# Paris, Zorblat and Quenby Marsh.
+ROWS = [CORPUS_ROWS[i] for i in (0, 1, 3)]
 
 
 @pytest.fixture(autouse=True)
