@@ -51,6 +51,16 @@ class Corpus:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @classmethod
+    def of_rows(cls, rows: Sequence[tuple[str, str]]) -> Corpus:
+        """A corpus held only in memory, from `(id, contents)` rows: its digest is that of the jsonl file the rows
+        would make."""
+        lines = "".join(json.dumps({"id": i, "contents": c}, ensure_ascii=False) + "\n" for i, c in rows)
+        digest = hashlib.sha256(lines.encode()).hexdigest()
+        return cls(
+            path=Path("<memory>"), sha256=digest, ids=tuple(i for i, _ in rows), contents=tuple(c for _, c in rows)
+        )
+
     def document(self, index: int) -> dict[str, str]:
         """The row as `/retrieve` returns it: the corpus row (`id`, `contents`), as Search-R1's server returns rows
         it reads from the corpus file (retrieval_server.py:188, 235), with the `title` (quotes stripped) and

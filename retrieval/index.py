@@ -76,10 +76,14 @@ class BM25Index:
         if _cached(path, corpus):
             model = bm25s.BM25.load(str(path), mmap=True, show_progress=False)
             return cls(corpus, model, path=path, built=False)
-        model = bm25s.BM25(k1=K1, b=B, method="lucene", backend="numpy", csc_backend="numpy")
-        model.index([tokenize(text) for text in corpus.contents], show_progress=False)
+        model = _build(corpus)
         _save(model, path, corpus)
         return cls(corpus, model, path=path, built=True)
+
+    @classmethod
+    def in_memory(cls, corpus: Corpus) -> BM25Index:
+        """The index of `corpus`, built and never saved (a small corpus, searched once)."""
+        return cls(corpus, _build(corpus), path=Path("<memory>"), built=True)
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The `k` best documents sharing a term with `query`, best first; equal scores in corpus order."""
@@ -94,6 +98,12 @@ class BM25Index:
         # lexsort's last key is the primary one: score descending, then row ascending.
         ranked = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
         return [Hit(index=int(i), score=float(scores[i])) for i in ranked]
+
+
+def _build(corpus: Corpus) -> bm25s.BM25:
+    model = bm25s.BM25(k1=K1, b=B, method="lucene", backend="numpy", csc_backend="numpy")
+    model.index([tokenize(text) for text in corpus.contents], show_progress=False)
+    return model
 
 
 def _cached(path: Path, corpus: Corpus) -> bool:
