@@ -65,6 +65,8 @@ BUILTIN_SFT_TRACES = {
     "tool-n1-mini-sft": "tool_call_json",
     "artist-fc-mini-sft": "artist_fc",
     "swe-mini-sft": "codeact_mini",
+    "search-mini-copy": "search_r1",
+    "search-mini-read": "search_r1",
     "search-mini-sft": "search_r1",
 }
 # Search-R1's retriever.topk (PeterGriffinJin/Search-R1 @a14dc3a train_grpo.sh:81).

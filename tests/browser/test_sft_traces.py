@@ -63,6 +63,8 @@ def test_uploaded_traces_preview_and_are_offered_for_sft_dataset(page, live_serv
         "tool-n1-mini-sft · tool_call_json · built-in",
         "artist-fc-mini-sft · artist_fc · built-in",
         "swe-mini-sft · codeact_mini · built-in",
+        "search-mini-copy · search_r1 · built-in",
+        "search-mini-read · search_r1 · built-in",
         "search-mini-sft · search_r1 · built-in",
         "my retool traces · retool · 1 traces (uploaded)",
     ]

@@ -4,6 +4,7 @@ entities, a corpus BM25 finds each subject's document in, and traces whose obser
 environment feeds back."""
 
 import collections
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ from trainer.data.search_mini import (
     corpus_rows,
     entities,
     knowledge_base,
+    memory_index,
     search_index,
     search_mini_examples,
     search_results,
@@ -28,7 +30,17 @@ from trainer.protocols.search_r1 import SearchR1
 from trainer.rewards import score
 from trainer.rewards.search_r1 import golden_answers
 from trainer.sft.data import load_sft_dataset
-from trainer.sft.traces.search import PROTOCOL, TEMPLATE, SearchMiniMix, search_traces
+from trainer.sft.traces.search import (
+    PROTOCOL,
+    SEARCH_MINI,
+    SEARCH_READ,
+    TEMPLATE,
+    SearchMiniMix,
+    copy_traces,
+    read_traces,
+    search_traces,
+    trace_questions,
+)
 from trainer.sft.train import encode_trace
 
 # The tiny model has 1,024 positions; a trace leaves room for a longer answer or a query gone astray.
@@ -41,9 +53,12 @@ def index(tmp_path_factory: pytest.TempPathFactory):
     return search_index(tmp_path_factory.mktemp("search-mini"))
 
 
+MIX = SearchMiniMix(traces=600)
+
+
 @pytest.fixture(scope="module")
 def traces() -> list[dict]:
-    return search_traces(SearchMiniMix(traces=600))
+    return search_traces(MIX)
 
 
 def _documents() -> dict[str, str]:
@@ -51,18 +66,18 @@ def _documents() -> dict[str, str]:
     return {row["contents"].split("\n")[0].strip('"'): row["contents"].split("\n", 1)[1] for row in corpus_rows()}
 
 
-def test_names_are_distinct_and_none_is_inside_another() -> None:
+def test_names_are_distinct_and_each_is_its_kind_s_word_and_number() -> None:
     kb = knowledge_base()
-    words = {word for name in (*kb.cities, *(o.name for o in kb.organisations)) for word in name.split()}
-    words |= {word for person in kb.people for word in person.name.split()}
-    suffixes = {"Labs", "Corp", "Group", "Bank", "Media"}
-    made_up = sorted(words - suffixes)
-    for word in made_up:
-        assert not [other for other in made_up if other != word and word.lower() in other.lower()], word
-    names = [*kb.cities, *(o.name for o in kb.organisations), *(p.name for p in kb.people)]
-    assert len(set(names)) == len(names)
-    for name in names:
-        assert not [other for other in names if other != name and f" {name} " in f" {other} "], name
+    kinds = {"Town": (kb.cities, 2), "Firm": ([o.name for o in kb.organisations], 3)}
+    kinds["Agent"] = ([p.name for p in kb.people], 4)
+    numbers = []
+    for word, (names, digits) in kinds.items():
+        assert len(set(names)) == len(names)
+        for name in names:
+            assert re.fullmatch(rf"{word} [1-9]\d{{{digits - 1}}}", name), name
+            numbers.append(name.split()[1])
+    # No number is another kind's too (the digit counts differ), so a name's number matches only its documents.
+    assert len(set(numbers)) == len(numbers)
 
 
 def test_the_corpus_is_deterministic_and_loads_as_a_search_r1_corpus(tmp_path: Path) -> None:
@@ -142,8 +157,9 @@ def test_the_golden_answers_are_the_corpus_facts() -> None:
         else:
             relation = {"lives": f"lives in {answer}", "works": f"works for {answer}.", "based": f"based in {answer}."}
             assert relation[info["relation"]] in subject, (question, subject)
-            # A 0-hop question states its fact; a 1-hop one does not.
+            # A 0-hop question states its subject's whole document, whose facts it asks one of; a 1-hop one does not.
             assert (answer in question) == (info["hops"] == 0), question
+            assert (subject in question) == (info["hops"] == 0), question
         assert score("search_r1", f"<answer> {answer} </answer>", example.ground_truth).total == 1.0
 
 
@@ -169,6 +185,13 @@ def test_each_hop_count_gets_0_1_and_2_searches_alike(traces: list[dict]) -> Non
         assert len(_SEARCH.findall(trace["response"])) == trace["extra_info"]["searches"] == trace["tool_outputs"]
 
 
+def test_the_cold_start_s_traces_answer_at_once_half_the_time_whatever_the_hops() -> None:
+    traces = search_traces(dataclasses.replace(SEARCH_MINI, traces=1200))
+    counts = collections.Counter((t["extra_info"]["hops"], t["extra_info"]["searches"]) for t in traces)
+    for hops in (0, 1, 2):
+        assert [counts[hops, searches] for searches in (0, 1, 2)] == [200, 100, 100], hops
+
+
 def test_the_traces_answer_from_what_they_retrieved(traces: list[dict]) -> None:
     examples = {t["prompt"][0]["content"]: t for t in traces}
     assert len(examples) > 100
@@ -184,9 +207,11 @@ def test_the_traces_answer_from_what_they_retrieved(traces: list[dict]) -> None:
     assert all(right[key] in (0, total[key]) for key in total)
 
 
-def test_the_observations_are_what_the_environment_feeds_back(traces: list[dict], index) -> None:
+def test_the_observations_are_what_the_environment_feeds_back(traces: list[dict]) -> None:
     protocol = SearchR1()
-    for trace in traces:
+    for trace, (kb, example) in zip(traces, trace_questions(MIX), strict=True):
+        assert trace["prompt"] == example.prompt
+        index = memory_index(kb)
         response = trace["response"]
         queries = _SEARCH.findall(response)
         observations = protocol.tool_texts(response)
@@ -197,16 +222,39 @@ def test_the_observations_are_what_the_environment_feeds_back(traces: list[dict]
         assert re.fullmatch(r"<answer> [^<]+ </answer>", response[len(expected) :]), response
 
 
+def test_a_trace_s_own_corpus_is_searched_as_the_mini_s(tmp_path: Path) -> None:
+    """The in-memory index of a trace's knowledge base ranks and scores as the on-disk index of the same rows."""
+    from retrieval import BM25Index
+
+    kb, _ = trace_questions(MIX)[7]
+    rows = corpus_rows(kb)
+    path = tmp_path / "kb.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    on_disk = BM25Index.load(load_corpus(path), tmp_path)
+    for query in (kb.people[0].name, kb.organisations[1].name, "Where is it based?"):
+        assert search_results(memory_index(kb), query) == search_results(on_disk, query)
+
+
+def test_no_trace_states_a_fact_another_or_the_mini_states() -> None:
+    """Each trace's knowledge base is drawn anew, so no fact can be learnt by heart: a name may come back, but what
+    a question asks about it (its answer) all but never does, nor a held-out question's."""
+    facts = [(e.extra_info["subject"], e.extra_info["relation"], e.extra_info["answer"]) for _, e in trace_questions()]
+    assert len(set(facts)) >= 0.97 * len(facts)
+    held_out = search_mini_examples(600, split="test")
+    asked = {(e.extra_info["subject"], e.extra_info["relation"], e.extra_info["answer"]) for e in held_out}
+    assert len(asked & set(facts)) <= 0.02 * len(asked)
+
+
 def test_the_first_query_is_the_subject_and_the_second_the_bridge(traces: list[dict]) -> None:
-    kb = knowledge_base()
-    employers = {p.name: p.employer for p in kb.people}
-    for trace in traces:
+    for trace, (kb, _) in zip(traces, trace_questions(MIX), strict=True):
+        employers = {p.name: p.employer for p in kb.people}
+        cities = {o.name: o.city for o in kb.organisations}
         queries = _SEARCH.findall(trace["response"])
         question = trace["prompt"][0]["content"]
         if queries:
             assert queries[0] in question
-        if len(queries) == 2 and queries[0] in employers:
-            assert queries[1] == employers[queries[0]]
+        if len(queries) == 2:
+            assert queries[1] == employers.get(queries[0]) or queries[1] == cities.get(queries[0])
 
 
 def test_the_traces_load_for_sft_and_fit_the_tiny_model() -> None:
@@ -216,3 +264,43 @@ def test_the_traces_load_for_sft_and_fit_the_tiny_model() -> None:
     lengths = [len(encode_trace(tokenizer, row, protocol=PROTOCOL, template=TEMPLATE)[0]) for row in rows]
     assert max(lengths) <= MAX_TRACE_TOKENS
     assert all(row.tool_outputs == len(_SEARCH.findall(row.response)) for row in rows)
+
+
+def _answer_weight(trace: dict) -> float:
+    """The loss weight of the trace's answer text."""
+    start = trace["response"].rindex("<answer> ") + len("<answer> ")
+    (weight,) = [w for a, b, w in trace["weighted_spans"] if a == start]
+    return weight
+
+
+def test_a_guessed_answer_teaches_nothing_and_a_read_one_is_weighed_as_the_queries(traces: list[dict]) -> None:
+    # A guess is a name drawn at random: weighed, it taught random digits that spoilt the copying.
+    for trace in traces:
+        info = trace["extra_info"]
+        guessed = info["hops"] > 0 and info["searches"] == 0
+        assert _answer_weight(trace) == (MIX.guess_weight if guessed else MIX.content_weight)
+        queries = [
+            w for a, b, w in trace["weighted_spans"] if trace["response"][a - len("<search> ") : a] == "<search> "
+        ]
+        assert queries == [MIX.content_weight] * info["searches"]
+    assert MIX.guess_weight == 0.0
+
+
+def test_the_read_traces_search_as_often_as_the_hops_and_are_all_right() -> None:
+    traces = read_traces()
+    copies, searched = traces[:2000], traces[2000:]
+    assert len(searched) == SEARCH_READ.traces == 4000
+    assert copies == copy_traces(SearchMiniMix(traces=2000, seed=6))
+    for trace in searched:
+        info = trace["extra_info"]
+        assert info["searches"] == info["hops"] and info["correct"], trace["response"]
+    assert collections.Counter(t["extra_info"]["hops"] for t in searched) == {0: 1334, 1: 1333, 2: 1333}
+
+
+def test_a_copy_trace_answers_a_0_hop_question_at_once_from_its_fact() -> None:
+    for trace in copy_traces(SearchMiniMix(traces=60, seed=6)):
+        assert trace["tool_outputs"] == 0 and trace["extra_info"]["correct"]
+        answer = SearchR1().final_answer(trace["response"])
+        assert trace["response"] == f"<answer> {answer} </answer>" and answer in trace["prompt"][0]["content"]
+    with pytest.raises(ValueError, match="unknown searches .some.; expected"):
+        search_traces(SearchMiniMix(traces=3, searches="some"))

@@ -85,9 +85,13 @@ def test_inspect_names_the_protocol_the_traces_are_written_in(tmp_path, rows, pr
 
 @pytest.mark.parametrize(("name", "protocol"), BUILTIN_SFT_TRACES.items())
 def test_the_builtin_trace_sets_written_to_a_file_are_detected_in_their_protocol(tmp_path, name, protocol):
-    rows = builtin_trace_rows(name)[:300]
+    # The first and the last rows: 'search-mini-read' begins with copy traces.
+    traces = builtin_trace_rows(name)
+    rows = traces[:150] + traces[-150:]
     info = inspect_dataset(write(tmp_path / f"{name}.jsonl", rows))
-    assert (info.format, info.row_count, info.protocol) == (DatasetFormat.SFT_TRACES, 300, protocol)
+    # 'search-mini-copy' answers at once, never searching: no call names a protocol, and every one fits it.
+    expected = None if name == "search-mini-copy" else protocol
+    assert (info.format, info.row_count, info.protocol) == (DatasetFormat.SFT_TRACES, 300, expected)
 
 
 def test_the_preview_shows_prompt_and_response_with_its_tool_outputs(tmp_path):

@@ -173,14 +173,16 @@ def test_the_search_model_loads_without_training_and_searches_in_search_r1_synta
                 responses[i] += protocol.information(search_results(index, query, TOPK))
                 still.append(i)
         open_ = still
-    answered = sum(protocol.final_answer(r) is not None for r in responses) / len(responses)
+    zero = [r for e, r in zip(examples, responses, strict=True) if e.extra_info["hops"] == 0]
+    answered = sum(protocol.final_answer(r) is not None for r in zero) / len(zero)
     right = {hops: [] for hops in (0, 1, 2)}
     for example, response in zip(examples, responses, strict=True):
         right[example.extra_info["hops"]].append(score("search_r1", response, example.ground_truth).total)
     accuracy = {hops: sum(values) / len(values) for hops, values in right.items()}
     searches = [protocol.count_tool_calls(r) for r in responses]
-    # Search-R1's syntax: greedy, measured on these 60 questions: 0.88 answered, searching once or twice.
-    assert answered >= 0.8, (answered, accuracy)
-    assert 1 <= sum(searches) / len(searches) <= 2, searches
-    # Not yet what RL needs: the model does not copy the made-up names it searches for and answers with (greedy
-    # accuracy 0.017); a better recipe is still to be found (trainer.models.tiny.search).
+    # Greedy, on these 60 held-out questions, it answers at once (its traces do half the time) and copies a 0-hop
+    # question's stated answer; RL has to find that the others need searches (trainer.models.tiny.search). Where it
+    # answers without the passages, what it writes was never trained (a guess's weight is 0) and is often no answer.
+    assert answered >= 0.9, (answered, accuracy)
+    assert sum(searches) / len(searches) <= 0.3, searches
+    assert accuracy[0] >= 0.8 and accuracy[2] <= 0.1, accuracy

@@ -144,6 +144,8 @@ def test_the_form_offers_traces_for_sft_dataset_and_problems_elsewhere(client, o
         ("tool-n1-mini-sft", "tool-n1-mini-sft · tool_call_json · built-in"),
         ("artist-fc-mini-sft", "artist-fc-mini-sft · artist_fc · built-in"),
         ("swe-mini-sft", "swe-mini-sft · codeact_mini · built-in"),
+        ("search-mini-copy", "search-mini-copy · search_r1 · built-in"),
+        ("search-mini-read", "search-mini-read · search_r1 · built-in"),
         ("search-mini-sft", "search-mini-sft · search_r1 · built-in"),
         (f"dataset:{traces.pk}", "traces · retool · 1 traces (uploaded)"),
     ]

@@ -78,6 +78,20 @@ def _search_mini(protocol: str) -> list[dict]:
     return search_traces()
 
 
+def _search_copy(protocol: str) -> list[dict]:
+    # 0-hop search-mini questions answered with the fact they state: copying, before the searches.
+    from trainer.sft.traces.search import copy_traces
+
+    return copy_traces()
+
+
+def _search_read(protocol: str) -> list[dict]:
+    # As many searches as the hops, every answer read from a passage: reading, before the undecided traces.
+    from trainer.sft.traces.search import read_traces
+
+    return read_traces()
+
+
 # name -> (protocol the traces are written in, generator); the names and protocols are config's.
 BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
     name: (BUILTIN_SFT_TRACES[name], generate)
@@ -90,6 +104,8 @@ BUILTIN_TRACES: dict[str, tuple[str, Callable[[str], list[dict]]]] = {
         ("tool-n1-mini-sft", _tool_n1_mini),
         ("artist-fc-mini-sft", _artist_fc_mini),
         ("swe-mini-sft", _swe_mini),
+        ("search-mini-copy", _search_copy),
+        ("search-mini-read", _search_read),
         ("search-mini-sft", _search_mini),
     )
 }
