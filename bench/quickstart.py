@@ -19,6 +19,7 @@ Runs `python -m trainer run --preset P` in a subprocess and prints:
     .venv/bin/python bench/quickstart.py --preset retool-mini          # prints its SFT phase too
     .venv/bin/python bench/quickstart.py --preset zerotir-mini --override '{"tools": {"max_tool_calls": 0}}'
     .venv/bin/python bench/quickstart.py --preset swe-mini --at 0,11          # held out before and after
+    .venv/bin/python bench/quickstart.py --preset search-r1-mini --at 0,19    # held out by hop, before and after
 """
 
 from __future__ import annotations
@@ -78,6 +79,19 @@ SWE_COLUMNS = (
     ("held-out turn limit", "val/swe/max_turn_ratio"),
 )
 
+# Search runs (environment search, search-r1-mini and otc-search-mini): exact match and searches per question by
+# hop on the held-out questions (evaluated at the preset's first and last steps: --at 0,19), TC and TP in training.
+SEARCH_COLUMNS = (
+    *(
+        (f"held-out {hop} {label}", f"val/search/search-mini-{hop}/{key}")
+        for hop in ("0hop", "1hop", "2hop")
+        for label, key in (("EM", "em"), ("searches", "searches/mean"))
+    ),
+    ("searches", "search/searches/mean"),
+    ("TP", "tool_productivity"),
+    ("accuracy", "accuracy"),
+)
+
 
 def err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
@@ -124,10 +138,12 @@ def rows_at(values: list[dict[str, float]], at: list[int]) -> list[tuple[str, di
 
 
 def present(values: list[dict[str, float]]) -> tuple[tuple[str, str], ...]:
-    """The columns the run has: CALL_COLUMNS for JSON calls, SWE_COLUMNS for repositories, else COLUMNS; a run
-    without easy problems has no easy accuracy, one without chains no chain calls."""
+    """The columns the run has: CALL_COLUMNS for JSON calls, SWE_COLUMNS for repositories, SEARCH_COLUMNS for
+    searches, else COLUMNS; a run without easy problems has no easy accuracy, one without chains no chain calls."""
     if any("swe/resolve_rate" in v for v in values):
         columns = SWE_COLUMNS
+    elif any("search/searches/mean" in v for v in values):
+        columns = SEARCH_COLUMNS
     else:
         columns = CALL_COLUMNS if any("calls/exact_match" in v for v in values) else COLUMNS
     return tuple((label, key) for label, key in columns if any(key in v for v in values))

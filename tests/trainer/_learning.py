@@ -1,7 +1,9 @@
 """Running a quickstart preset whole and reading its learning curve, for the learning tests (one
 preset per file, so that the runs go to different xdist workers)."""
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +39,23 @@ def run_preset(
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == list(range(len(rows)))
     return [row["values"] for row in rows]
+
+
+def shared_run(preset: str, tmp_path_factory, model_cache: Path) -> tuple[list[dict[str, float]], Path]:
+    """`run_preset(preset)` once per pytest session, whichever test asks first, and its output folder: the
+    xdist workers share it through a file lock in their common temporary folder (a test comparing against a
+    preset's run waits for the worker running it rather than running it again)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's
+    out, done = root / f"shared-{preset}", root / f"shared-{preset}.done"
+    with open(root / f"shared-{preset}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            run_preset(preset, out, model_cache)
+            done.touch()
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [row["values"] for row in rows], out
 
 
 def window(values: list[dict[str, float]], name: str, steps: slice) -> float:

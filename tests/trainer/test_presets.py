@@ -1,6 +1,7 @@
 import pytest
 
 from trainer.config import RunConfig, default_config
+from trainer.data.search_mini import TOPK
 from trainer.presets import (
     ASYNC_MINIS,
     PRESET_DESCRIPTIONS,
@@ -154,6 +155,23 @@ def test_artist_fc_mini_runs_its_calls_and_scores_them_with_artists_reward():
     assert config.reward.name == "artist_fc" and config.data.train_dataset == "tool-chains"
     # The longest prompt and response fit the tiny model's positions.
     assert config.data.max_prompt_tokens + config.data.max_response_tokens <= 1024
+
+
+def test_the_search_minis_run_search_r1_s_loop_on_the_generated_corpus_and_differ_only_in_the_reward():
+    config, otc = preset_config("search-r1-mini"), preset_config("otc-search-mini")
+    assert config.model.name_or_path == "tirlab/tiny-char-search" and config.data.prompt_template == "search_r1_mini"
+    assert config.tools.run_environment == "search" and config.tools.protocol == "search_r1"
+    assert config.tools.search_corpus == "search-mini" and config.tools.max_tool_calls == 2
+    # One passage a search, as the cold start learned to read (trainer.data.search_mini.TOPK).
+    assert config.tools.search_topk == TOPK == 1
+    assert config.reward.name == "search_r1" and otc.reward.name == "otc_grpo"
+    assert config.data.train_dataset == config.data.val_dataset == "search-mini"
+    # Held-out questions evaluated before the first step and after the last: the run shows its own effect.
+    assert config.schedule.eval_before_train and config.schedule.eval_every == config.schedule.max_steps
+    assert config.data.max_prompt_tokens + config.data.max_response_tokens <= 1024
+    same, other = config.model_dump(), otc.model_dump()
+    same.pop("reward"), other.pop("reward")
+    assert same == other
 
 
 @pytest.mark.parametrize("mini", ASYNC_MINIS)

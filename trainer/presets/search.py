@@ -1,7 +1,9 @@
 """Search-R1 and OTC's search setting: the model asks a search engine between its thoughts (trainer.envs.search)."""
 
-from trainer.config import merge_overrides
+from trainer.config import TINY_SEARCH_MODEL, merge_overrides
+from trainer.data.search_mini import TOPK
 from trainer.presets.base import register_preset
+from trainer.presets.common import QUICKSTART
 
 # Search-R1's GRPO script, PeterGriffinJin/Search-R1 @a14dc3a train_grpo.sh ("sh:<line>"); what it leaves to its
 # verl fork keeps verl's default, cited as such. The data is Search-R1's own (scripts/data_process/nq_search.py:
@@ -73,4 +75,52 @@ register_preset(
     "otc-search",
     merge_overrides(SEARCH_R1, {"reward": {"name": "otc_grpo", "params": {"c": 3.0, "wrong_reward": 0.0}}}),
     description="OTC-GRPO in Search-R1's setting: exact-match answers with the fewest searches (GPU).",
+)
+
+# search-r1-mini: Search-R1's loop and exact-match reward on the tiny model, from its cold start
+# ('tirlab/tiny-char-search': 0, 1 or 2 searches a third each whatever the question needs, trainer.sft.traces.search),
+# over search-mini's generated knowledge base (trainer.data.search_mini). It trains on questions about the training
+# people and organisations and is evaluated, before the first step and after the last, on questions about the
+# held-out ones, which only searching answers (tests/trainer/test_search_r1_mini_learns.py). Search-R1's protocol;
+# top-1, where Search-R1 retrieves 3, as the tiny model learned to read one passage (trainer.data.search_mini.TOPK);
+# the quickstart's recipe for 2 cores; 2 turns (Search-R1's max_turns), so a 2-hop question can be answered in the
+# last one.
+SEARCH_R1_MINI = merge_overrides(
+    QUICKSTART,
+    {
+        "model": {"name_or_path": TINY_SEARCH_MODEL},
+        "data": {
+            "train_dataset": "search-mini",
+            "val_dataset": "search-mini",
+            "prompt_template": "search_r1_mini",
+            "max_prompt_tokens": 200,
+            "max_response_tokens": 400,
+        },
+        "tools": {
+            "protocol": "search_r1",
+            "environment": "search",
+            "max_tool_calls": 2,
+            "search_corpus": "search-mini",
+            "search_topk": TOPK,
+            # The default back: the quickstart's tool-output wording does not apply to passages.
+            "feedback": "torl",
+        },
+        "reward": {"name": "search_r1", "params": {}},
+        "schedule": {"max_steps": 20, "eval_every": 20, "eval_before_train": True},
+    },
+)
+register_preset(
+    "search-r1-mini",
+    SEARCH_R1_MINI,
+    description="Search-R1 on CPU: the tiny model learns to search once for 1-hop questions and twice for 2-hop.",
+    with_async=True,
+)
+
+# otc-search-mini: the same with OTC-GRPO's reward (as otc-search: c = 3, a wrong answer 0), so a search that
+# a sibling answered without costs reward: searches on 0-hop questions, whose fact the question states, go.
+register_preset(
+    "otc-search-mini",
+    merge_overrides(SEARCH_R1_MINI, {"reward": {"name": "otc_grpo", "params": {"c": 3.0, "wrong_reward": 0.0}}}),
+    description="OTC-GRPO in search-r1-mini: the same accuracy with fewer searches, none on 0-hop questions.",
+    with_async=True,
 )
