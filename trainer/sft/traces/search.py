@@ -59,8 +59,8 @@ PROTOCOL = "search_r1"
 TEMPLATE = "search_r1_mini"
 _PERSON = re.compile(r"^(?P<name>.+) lives in (?P<city>.+) and works for (?P<employer>.+)\.$")
 _ORGANISATION = re.compile(r"^(?P<name>.+) is based in (?P<city>.+)\.$")
-# A trace's own knowledge base: as the mini's, people share first and last names (so a search for one finds
-# others beside it) and an organisation employs several, at a fraction of the size.
+# A trace's own knowledge base: as the mini's, an organisation employs several people and a city is home to several
+# people and organisations (so a search for a follow-up finds others beside it), at a fraction of the size.
 TRACE_KB = Sizes(cities=4, organisations=3, people=6, held_out=0)
 
 
@@ -85,9 +85,10 @@ class SearchMiniMix:
 
 
 # Half the traces answer at once, a quarter search once, a quarter twice, whatever the question needs: greedy, the
-# cold start then answers at once (held-out exact match 0 on 1- and 2-hop questions), sampled it searches a
-# question 0.35 to 0.9 times on average, so RL has to find how many searches each question needs
-# (trainer.models.tiny.search). With 0, 1 and 2 alike ("any") it searched greedily 1.1-1.6 times whatever the hops.
+# cold start then answers at once (held-out exact match 0.075 and 0 on 1- and 2-hop questions), sampled it searches
+# a question 0.64 to 0.79 times whatever its hops (search-r1-mini's step 0, docs/presets.md), so RL has to find how
+# many searches each question needs. With 0, 1 and 2 alike ("any") it searched greedily 1.1-1.6 times whatever the
+# hops (trainer.models.tiny.search).
 SEARCH_MINI = SearchMiniMix(searches="0012")
 
 
