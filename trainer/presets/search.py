@@ -78,7 +78,8 @@ register_preset(
 )
 
 # search-r1-mini: Search-R1's loop and exact-match reward on the tiny model, from its cold start
-# ('tirlab/tiny-char-search': 0, 1 or 2 searches a third each whatever the question needs, trainer.sft.traces.search),
+# ('tirlab/tiny-char-search': its last traces answer at once half the time and search once or twice a quarter each,
+# whatever the question needs; greedy, it answers at once: trainer.models.tiny.search),
 # over search-mini's generated knowledge base (trainer.data.search_mini). It trains on questions about the training
 # people and organisations and is evaluated, before the first step and after the last, on questions about the
 # held-out ones, which only searching answers (tests/trainer/test_search_r1_mini_learns.py). Search-R1's protocol;
