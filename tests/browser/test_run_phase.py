@@ -58,6 +58,10 @@ def test_the_phase_bar_follows_the_trainer_from_loading_to_its_first_metric(page
         assert page.inner_text("#run-step-progress") == "· 1 of 20 steps done · about 40 s left"
 
 
+def _summary(pk: int) -> dict:
+    return Run.objects.get(pk=pk).summary
+
+
 def test_the_cold_starts_loss_is_a_chart_while_it_trains(page, live_server, researcher, tmp_path):
     run, token = in_thread(run_create, user=researcher, name="retool-mini", config={}, managed=False)
     url = f"{live_server.url}/api/v1/runs/{run.pk}/ingest"
@@ -67,6 +71,11 @@ def test_the_cold_starts_loss_is_a_chart_while_it_trains(page, live_server, rese
         # What the SFT phase reports after each of its optimizer steps (trainer.sft.phase), here 30 of 60.
         for step, loss in enumerate(losses[:30], start=1):
             report_progress(reporter, step, 60, loss, elapsed_s=0.5 * step)
+        # The page lists the latest values the server holds when it is served: open it once the reporter's batches
+        # are in (on a loaded machine they came after it, and the list never appeared).
+        deadline = time.monotonic() + 30
+        while not in_thread(_summary, pk=run.pk) and time.monotonic() < deadline:
+            time.sleep(0.1)
         log_in(page, live_server, f"/runs/{run.pk}/", wait_for="#run-phase:not([hidden])")
         chart = ".chart[data-key='sft/loss']"
         page.wait_for_function(f'document.querySelector("{chart}") && document.querySelector("{chart}").data')
