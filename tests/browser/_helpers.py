@@ -35,6 +35,10 @@ def log_in(page, live_server, path: str = "/", *, lands_on: str | None = None, w
     page.click("button[type=submit]")
     if wait_for:
         page.wait_for_selector(wait_for)
+        # The selector is there as soon as the HTML is parsed, possibly before the stylesheets: a test measuring the
+        # layout then read rows before and after the styles applied (tests/browser/test_rollout_groups.py, CI of
+        # f8f35dd: two rows 20 px apart below six 30 px apart).
+        page.wait_for_load_state("load")
     else:
         page.wait_for_url(f"{live_server.url}{lands_on or path}")
 
