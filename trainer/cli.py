@@ -5,6 +5,13 @@
     python -m trainer run --preset quickstart --max-steps 20 --out var/runs/first
     python -m trainer run --config run.json --report-url URL --run-token TOKEN
 
+``evaluate`` evaluates a saved checkpoint (or, without one, the config's model as it is) on the config's
+validation data, greedily or with schedule.eval_pass_k samples a prompt, and reports the metrics overall and per
+benchmark (each data source of the rows) at the checkpoint's step, with the trajectories:
+
+    python -m trainer evaluate --checkpoint var/runs/first/checkpoints/step-20 --out var/runs/first-eval
+    python -m trainer evaluate --config run.json --step 0 --report-url URL --run-token TOKEN
+
 ``rewards`` scores one completion by hand, to see why a reward gives what it gives:
 
     python -m trainer rewards torl --completion response.txt --ground-truth 42
@@ -116,6 +123,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
     )
     run.set_defaults(handler=partial(_run, run))
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate a checkpoint, or a config's model as it is, on the config's validation data",
+        description="Evaluate a saved checkpoint (or, without --checkpoint, the config's model as it is) on "
+        "data.val_dataset and data.extra_val_datasets: greedily, or with schedule.eval_pass_k samples a prompt at "
+        "schedule.eval_temperature. The metrics (overall under val/, per data source under bench/<source>/) and "
+        "every trajectory are reported at --step. Offline it writes metrics.jsonl and trajectories.jsonl into "
+        "--out; with --report-url and --run-token it reports to the dashboard.",
+    )
+    evaluate_source = evaluate.add_mutually_exclusive_group()
+    evaluate_source.add_argument(
+        "--config", type=Path, metavar="FILE", help="run config as JSON (default: the checkpoint's config.json)"
+    )
+    evaluate_source.add_argument("--preset", metavar="NAME", help="a preset from trainer.presets")
+    evaluate.add_argument(
+        "--checkpoint", type=Path, metavar="DIR", help="a checkpoint folder the trainer saved (checkpoints/step-N)"
+    )
+    evaluate.add_argument(
+        "--step",
+        type=int,
+        metavar="N",
+        help="the step the results are reported at (default: N of a checkpoint folder named step-N; 0 without one)",
+    )
+    evaluate.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: var/runs/<time>)")
+    evaluate.add_argument("--report-url", metavar="URL", help="the dashboard's ingest URL for this evaluation run")
+    evaluate.add_argument(
+        "--run-token",
+        metavar="TOKEN",
+        default=os.environ.get("TIRLAB_RUN_TOKEN") or None,
+        help="the run's ingest token (default: $TIRLAB_RUN_TOKEN)",
+    )
+    evaluate.add_argument(
+        "--model-cache",
+        type=Path,
+        default=Path(
+            os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models"
+        ),
+        metavar="DIR",
+        help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
+    )
+    evaluate.set_defaults(handler=partial(_evaluate, evaluate))
 
     cold_start = commands.add_parser(
         "cold-start",
@@ -502,6 +551,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     checkpoint = None
     if config.schedule.checkpoint_every:
         checkpoint = str(trainer.checkpoint())
+        reporter.log_checkpoint(trainer.step, checkpoint)
     if reporter.stopped_by_dashboard or stop.is_set():
         # The dashboard keeps a cancelled run's final flush for a while: the checkpoint path included.
         error = "" if reporter.stopped_by_dashboard else "stopped (SIGTERM)"
@@ -512,4 +562,83 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     reporter.set_status(RunStatus.SUCCEEDED, checkpoint=checkpoint)
     reporter.close()
     print(f"done: {trainer.step} steps, results in {out}", flush=True)
+    return 0
+
+
+def _evaluation_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    """The evaluation's run config: --config or --preset, else the checkpoint's own config.json."""
+    if args.config is not None or args.preset is not None:
+        return _load_run_config(parser, args)
+    if args.checkpoint is None:
+        parser.error("give --config or --preset, or a --checkpoint whose config.json says how its run was set up")
+    args.config = args.checkpoint / "config.json"
+    if not args.config.is_file():
+        parser.error(f"--checkpoint {args.checkpoint} has no config.json; give --config")
+    return _load_run_config(parser, args)
+
+
+def _evaluation_step(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.step is not None:
+        if args.step < 0:
+            parser.error("--step must be at least 0")
+        return args.step
+    if args.checkpoint is None:
+        return 0
+    name, _, number = args.checkpoint.resolve().name.partition("-")
+    if name != "step" or not number.isdigit():
+        parser.error(f"--checkpoint {args.checkpoint} is not named step-N: give --step")
+    return int(number)
+
+
+def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import signal
+    import time
+    import traceback
+
+    from transformers.utils import logging as transformers_logging
+
+    from trainer.loop.evaluate import run_evaluation
+    from trainer.report.client import Reporter
+
+    transformers_logging.disable_progress_bar()
+    if (args.report_url is None) != (args.run_token is None):
+        parser.error("--report-url and --run-token go together")
+    if args.checkpoint is not None and not args.checkpoint.is_dir():
+        parser.error(f"--checkpoint {args.checkpoint} is not a folder")
+    config = _evaluation_config(parser, args)
+    step = _evaluation_step(parser, args)
+    out = args.out or Path("var/runs") / time.strftime("%Y%m%d-%H%M%S")
+    reporter = Reporter(
+        out, report_url=args.report_url, run_token=args.run_token, heartbeat_s=config.schedule.heartbeat_s
+    )
+    (out / "config.json").write_text(json.dumps(config.model_dump(mode="json"), indent=2))
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+        reporter.log(message)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    # Ray stops a job with SIGTERM: an evaluation has no step to finish, it stops at once.
+    signal.signal(signal.SIGTERM, on_sigterm)
+    reporter.set_status(RunStatus.RUNNING)
+    try:
+        evaluation = run_evaluation(
+            config, reporter=reporter, out_dir=out, model_cache=args.model_cache, step=step,
+            checkpoint=args.checkpoint, log=log,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        reporter.set_status(RunStatus.CANCELLED, error="stopped before the evaluation finished")
+        reporter.close()
+        return 130
+    except Exception as exc:  # noqa: BLE001 — any failure is reported, then re-raised
+        reporter.log(traceback.format_exc(), level="error")
+        reporter.set_status(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        reporter.close()
+        raise
+    reporter.set_status(RunStatus.SUCCEEDED)
+    reporter.close()
+    accuracy = evaluation.metrics.get("val/accuracy", float("nan"))
+    print(f"done: step {step}, accuracy {accuracy:.3f}, results in {out}", flush=True)
     return 0

@@ -117,6 +117,13 @@ class DataConfig(_Section):
         ),
     )
     val_dataset: str | None = Field(None, description="Dataset reference for evaluation, same forms as train_dataset.")
+    extra_val_datasets: list[str] = Field(
+        default_factory=list,
+        description=(
+            "More datasets evaluated with val_dataset, same forms as train_dataset. Every evaluated row is reported "
+            "under its data source's benchmark (bench/<data_source>/accuracy, …; trainer.metrics.benchmarks)."
+        ),
+    )
     prompt_template: str | None = Field(
         None,
         description=(
@@ -452,7 +459,19 @@ class ScheduleConfig(_Section):
 
     max_steps: int = Field(20, ge=1, description="Training steps to run.")
     eval_every: int = Field(0, ge=0, description="Evaluate every this many steps; 0 never evaluates.")
-    eval_pass_k: int = Field(1, ge=1, description="Samples per evaluation prompt for pass@k.")
+    eval_pass_k: int = Field(
+        1,
+        ge=1,
+        description=(
+            "Samples per evaluation prompt: 1 evaluates greedily; k > 1 adds a pass of k samples per prompt "
+            "(avg@k, pass@k) at eval_temperature."
+        ),
+    )
+    eval_temperature: float | None = Field(
+        None,
+        gt=0,
+        description="Temperature of the evaluation's k samples (eval_pass_k > 1); None: rollout.temperature.",
+    )
     eval_before_train: bool = Field(
         False,
         description=(
@@ -551,6 +570,19 @@ class RunConfig(_Section):
             protocol = self.tools.protocol
             message = f"counts ```python/```output blocks: needs tools.protocol 'python_markdown', not '{protocol}'"
             raise ConfigError({"filtering.drop_shortcut": [message]})
+        return self
+
+    @model_validator(mode="after")
+    def _check_evaluation(self) -> "RunConfig":
+        if self.data.extra_val_datasets and not self.data.val_dataset:
+            message = "needs data.val_dataset: name the first dataset to evaluate there"
+            raise ConfigError({"data.extra_val_datasets": [message]})
+        blank = [i for i, ref in enumerate(self.data.extra_val_datasets) if not ref.strip()]
+        if blank:
+            raise ConfigError({f"data.extra_val_datasets.{blank[0]}": ["expected a dataset reference"]})
+        if self.schedule.eval_temperature is not None and self.schedule.eval_pass_k == 1:
+            message = "needs schedule.eval_pass_k > 1: one sample per prompt is evaluated greedily"
+            raise ConfigError({"schedule.eval_temperature": [message]})
         return self
 
     @model_validator(mode="after")

@@ -113,10 +113,12 @@ MAX_LOG_MESSAGE = 100_000  # characters of a log line
 MAX_STATUS_ERROR = 100_000  # characters of a run's error
 MAX_CHECKPOINT = 500  # characters of a checkpoint location (and of Run.checkpoint_path)
 MAX_PHASE_DETAIL = 200  # characters of a phase's detail line
+MAX_DATA_SOURCE = 200  # characters of a row's data source (a benchmark's name: aime24, nq, openai/gsm8k)
 # Items of one ingest batch.
 MAX_METRIC_STEPS = 10_000
 MAX_TRAJECTORIES = 5_000
 MAX_LOG_LINES = 10_000
+MAX_CHECKPOINTS = 1_000
 
 # MLflow's rule for metric names (mlflow/utils/validation.py), so that what verl, TRL or the HF
 # Trainer log arrives as they named it ("profiling/Time taken: GRPOTrainer._prepare_inputs",
@@ -159,11 +161,13 @@ def _metric_key(key: str) -> str:
 
 
 # What a trainer is doing, in order: loading the model (and its tokenizer, data and engine), an SFT
-# cold start, then the GRPO steps. The run page shows the phase until the first metric arrives.
+# cold start, then the GRPO steps; an evaluation run (`python -m trainer evaluate`) loads, then evaluates.
+# The run page shows the phase until the first metric arrives.
 LOADING = "loading"
 SFT = "sft"
 RL = "rl"
-PHASES = (LOADING, SFT, RL)
+EVAL = "eval"
+PHASES = (LOADING, SFT, RL, EVAL)
 
 # The SFT cold start's metrics (trainer.sft.phase): keys under "sft/", by SFT optimizer step (1, 2, …)
 # -- their own step axis, not the RL steps'. They do not move a run's last step, their steps have no
@@ -324,6 +328,11 @@ class TrajectoryIn(_Strict):
     truncated: StrictBool = False
     prompt_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
     response_tokens: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+    data_source: str | None = Field(
+        None,
+        max_length=MAX_DATA_SOURCE,
+        description="The row's data source: the benchmark an evaluation's trajectory belongs to (aime24, nq, …).",
+    )
     outcome: Annotated[SweOutcomeIn | SearchOutcomeIn, Field(discriminator="kind")] | None = Field(
         None,
         description="An environment's result of the whole trajectory: the swe environment's patch and tests, the "
@@ -346,6 +355,13 @@ class StatusIn(_Strict):
     checkpoint: str | None = Field(None, max_length=MAX_CHECKPOINT, description="Location of the latest checkpoint.")
 
 
+class CheckpointIn(_Strict):
+    """A checkpoint the trainer saved: the step it was saved after (updates done) and where it lies."""
+
+    step: StrictInt = Field(ge=0, le=INT_MAX, description="Training steps done when it was saved.")
+    path: str = Field(min_length=1, max_length=MAX_CHECKPOINT, description="Its folder, as the trainer sees it.")
+
+
 class PhaseIn(_Strict):
     """Where the trainer is in its run and how far it has to go: the latest one reported wins.
 
@@ -355,7 +371,9 @@ class PhaseIn(_Strict):
     run starts part-way), or 0 of 1 while loading.
     """
 
-    name: Literal[PHASES] = Field(description="loading (the model, data, engine), sft (the cold start) or rl.")
+    name: Literal[PHASES] = Field(
+        description="loading (the model, data, engine), sft (the cold start), rl, or eval (an evaluation run)."
+    )
     done: StrictInt = Field(ge=0, le=INT_MAX, description="Units of the phase done so far; at most `total`.")
     total: StrictInt = Field(ge=1, le=INT_MAX, description="Units the phase has in all.")
     eta_s: Number | None = Field(None, ge=0, description="Seconds the phase is expected to take still, if known.")
@@ -376,6 +394,9 @@ class IngestBatch(_Strict):
     metrics: list[MetricStepIn] = Field(default_factory=list, max_length=MAX_METRIC_STEPS)
     trajectories: list[TrajectoryIn] = Field(default_factory=list, max_length=MAX_TRAJECTORIES)
     logs: list[LogLineIn] = Field(default_factory=list, max_length=MAX_LOG_LINES)
+    checkpoints: list[CheckpointIn] = Field(
+        default_factory=list, max_length=MAX_CHECKPOINTS, description="Checkpoints saved since the last batch."
+    )
     heartbeat: StrictBool = Field(True, description="Accepted for clarity; every batch is a heartbeat.")
     status: StatusIn | None = None
     phase: PhaseIn | None = Field(None, description="The trainer's current phase and its progress; the latest wins.")

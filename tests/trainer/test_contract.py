@@ -123,8 +123,16 @@ def test_a_reward_must_be_a_finite_number():
             TrajectoryIn.model_validate({**TRAJECTORY, "reward": reward})
 
 
-def test_a_run_loads_then_cold_starts_then_trains():
-    assert PHASES == ("loading", "sft", "rl")
+def test_a_run_loads_then_cold_starts_then_trains_and_an_evaluation_run_evaluates():
+    assert PHASES == ("loading", "sft", "rl", "eval")
+
+
+def test_a_checkpoint_is_reported_with_the_steps_done_and_its_folder():
+    batch = IngestBatch.model_validate({"checkpoints": [{"step": 6, "path": "/runs/4/checkpoints/step-6"}]})
+    assert [(c.step, c.path) for c in batch.checkpoints] == [(6, "/runs/4/checkpoints/step-6")]
+    for bad in ({"step": -1, "path": "x"}, {"step": 1, "path": ""}, {"step": 1}):
+        with pytest.raises(ValidationError, match="checkpoints"):
+            IngestBatch.model_validate({"checkpoints": [bad]})
 
 
 def test_a_phase_is_done_of_total_with_an_optional_eta():

@@ -92,7 +92,7 @@ def test_an_empty_ingest_body_is_an_empty_batch(run_and_token):
     run_transition(run=run, status="starting")
     response = ingest(run.pk, token, b"")
     assert response.status_code == 200, response.json()
-    assert response.json() == {"written": {"metrics": 0, "trajectories": 0, "logs": 0}, "stop": False}
+    assert response.json() == {"written": {"metrics": 0, "trajectories": 0, "logs": 0, "checkpoints": 0}, "stop": False}
     run.refresh_from_db()
     assert run.heartbeat_at is not None and counts(run) == (0, 0, 0)
 

@@ -74,7 +74,7 @@ def test_batch_is_written(run_and_token):
     run, token = run_and_token
     response = ingest(run.pk, token, batch())
     assert response.status_code == 200, response.content
-    assert response.json()["written"] == {"metrics": 2, "trajectories": 8, "logs": 2}
+    assert response.json()["written"] == {"metrics": 2, "trajectories": 8, "logs": 2, "checkpoints": 0}
     assert counts(run) == (2, 8, 2)
 
 

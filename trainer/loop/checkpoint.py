@@ -64,14 +64,7 @@ def load_checkpoint(
     state_file = path / STATE_FILE
     if not state_file.is_file():
         raise FileNotFoundError(f"{path} is not a tirlab checkpoint (no {STATE_FILE})")
-    weights = load_file(path / "model" / "model.safetensors")
-    loaded = model.load_state_dict(weights, strict=False)
-    # Tied parameters (lm_head sharing the embedding) are saved once; anything else missing is an error.
-    model.tie_weights()
-    stored = {p.data_ptr() for name, p in model.named_parameters() if name in weights}
-    missing = [key for key in loaded.missing_keys if model.get_parameter(key).data_ptr() not in stored]
-    if missing or loaded.unexpected_keys:
-        raise ValueError(f"{path} does not fit this model: missing {missing}, unexpected {loaded.unexpected_keys}")
+    load_model_weights(path, model)
     # Our own file, written by save_checkpoint: it holds RNG tuples, not only tensors.
     state = torch.load(state_file, weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
@@ -79,3 +72,19 @@ def load_checkpoint(
     random.setstate(state["rng"]["python"])
     torch.set_rng_state(state["rng"]["torch"])
     return state
+
+
+def load_model_weights(path: Path, model: PreTrainedModel) -> None:
+    """Put a checkpoint's weights (its model/ folder) into `model`, which must be of the same architecture."""
+    weights_file = path / "model" / "model.safetensors"
+    if not weights_file.is_file():
+        raise FileNotFoundError(f"{path} is not a tirlab checkpoint (no model/model.safetensors)")
+    weights = load_file(weights_file)
+    loaded = model.load_state_dict(weights, strict=False)
+    # Tied parameters (lm_head sharing the embedding) are saved once; anything else missing is an error.
+    model.tie_weights()
+    stored = {p.data_ptr() for name, p in model.named_parameters() if name in weights}
+    missing = [key for key in loaded.missing_keys if model.get_parameter(key).data_ptr() not in stored]
+    if missing or loaded.unexpected_keys:
+        raise ValueError(f"{path} does not fit this model: missing {missing}, unexpected {loaded.unexpected_keys}")
+

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from trainer.config import RewardSpec, RunConfig
 from trainer.loop.filters import StepFilter
+from trainer.metrics.benchmarks import benchmark_metrics
 from trainer.metrics.calls import call_metrics
 from trainer.metrics.search import search_metrics
 from trainer.metrics.step import ScoredCompletion, step_metrics, subset_metrics, validation_metrics
@@ -55,10 +56,17 @@ class Collected:
 
 
 class Roll(Protocol):
-    """Roll out `group_size` responses per (row, example); the groups, unscored, and the rollout's timings."""
+    """Roll out `group_size` responses per (row, example), greedily or at `temperature` (None: the run's); the
+    groups, unscored, and the rollout's timings."""
 
     def __call__(
-        self, examples: Sequence[tuple[int, Example]], *, group_size: int, seed: int, greedy: bool = False
+        self,
+        examples: Sequence[tuple[int, Example]],
+        *,
+        group_size: int,
+        seed: int,
+        greedy: bool = False,
+        temperature: float | None = None,
     ) -> tuple[list[Group], RolloutResult]: ...
 
 
@@ -144,12 +152,24 @@ def collect_step(
     return kept, metrics
 
 
+@dataclass
+class Evaluation:
+    """An evaluation's metrics, and the groups of the pass they describe sample by sample: the greedy
+    pass, or with k > 1 samples per prompt the sampled one (what an evaluation run reports as trajectories)."""
+
+    metrics: dict[str, float]
+    groups: list[Group]
+
+
 def evaluate_step(
     config: RunConfig, val_data: Sequence[Example], step: int, *, roll: Roll, score: Score
-) -> dict[str, float]:
-    """Greedy accuracy, and pass@k from k samples per prompt, on the validation split."""
+) -> Evaluation:
+    """Greedy accuracy, and with schedule.eval_pass_k = k > 1 a pass of k samples per prompt at
+    schedule.eval_temperature (avg@k, pass@k), on the validation data: over all of it under ``val/``, and
+    per benchmark (the rows of each data source) under ``bench/<source>/`` with their mean
+    (trainer.metrics.benchmarks)."""
     if not val_data:
-        return {}
+        return Evaluation({}, [])
     examples = list(enumerate(val_data))
     greedy, _ = roll(examples, group_size=1, seed=step, greedy=True)
     score(greedy, step, VAL_SPLIT)
@@ -158,13 +178,38 @@ def evaluate_step(
     metrics.update(group_call_metrics(greedy, config.tools.protocol, prefix="val/"))
     metrics.update(swe_metrics((t.completion for g in greedy for t in g.trajectories), prefix="val/"))
     metrics.update(search_metrics(_rollouts(greedy), prefix="val/"))
+    by_benchmark = {source: pass_metrics(config, groups) for source, groups in _by_source(greedy).items()}
+    reported = greedy
     k = config.schedule.eval_pass_k
     if k > 1:
-        sampled, _ = roll(examples, group_size=k, seed=step)
+        sampled, _ = roll(examples, group_size=k, seed=step, temperature=config.schedule.eval_temperature)
         score(sampled, step, VAL_SPLIT)
         pass_k = validation_metrics([g.scored for g in sampled], k=k)
         metrics[f"val/pass@{k}"] = pass_k[f"val/pass@{k}"]
+        metrics[f"val/avg@{k}"] = pass_k["val/accuracy"]
+        for source, groups in _by_source(sampled).items():
+            values = validation_metrics([g.scored for g in groups], k=k)
+            by_benchmark[source] |= {f"avg@{k}": values["val/accuracy"], f"pass@{k}": values[f"val/pass@{k}"]}
+        reported = sampled
+    metrics.update(benchmark_metrics(by_benchmark))
+    return Evaluation(metrics, reported)
+
+
+def pass_metrics(config: RunConfig, groups: list[Group]) -> dict[str, float]:
+    """The metrics of one pass over some groups, unprefixed: the step metrics, and the calls', swe's and
+    search's where the run has them."""
+    metrics = step_metrics([g.scored for g in groups])
+    metrics.update(group_call_metrics(groups, config.tools.protocol))
+    metrics.update(swe_metrics(t.completion for g in groups for t in g.trajectories))
+    metrics.update(search_metrics(_rollouts(groups)))
     return metrics
+
+
+def _by_source(groups: list[Group]) -> dict[str, list[Group]]:
+    by_source: dict[str, list[Group]] = {}
+    for group in groups:
+        by_source.setdefault(group.example.data_source, []).append(group)
+    return by_source
 
 
 def _rollouts(groups: list[Group]) -> Iterator[tuple[Example, Completion, Any]]:

@@ -4,6 +4,7 @@ template, the threads the tiny models run on. trainer.loop.train builds a Traine
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import random
 from collections.abc import Callable
@@ -95,21 +96,32 @@ def run_data(
         raise ValueError(f"dataset {data.train_dataset!r} has no examples")
     if config.tools.run_environment == "swe":
         check_runnable_here(train, "train_dataset")
-    val = (
-        fitting(
-            load_dataset(data.val_dataset, split="test", seed=config.seed),
-            "val_dataset",
+    return train, val_data(config, template=template, tokenizer=tokenizer, log=log)
+
+
+def val_data(config: RunConfig, *, template: str | None, tokenizer: Any, log: Log) -> list[Example]:
+    """The run's evaluation examples: data.val_dataset's, then each of data.extra_val_datasets', as
+    data.overlong_prompts keeps them. An extra dataset's ids are prefixed with its reference, so that no two
+    evaluated rows share an id (OTC's per-prompt state is kept by id)."""
+    data = config.data
+    if not data.val_dataset:
+        return []
+    examples: list[Example] = []
+    for number, ref in enumerate([data.val_dataset, *data.extra_val_datasets]):
+        field = "val_dataset" if number == 0 else f"extra_val_datasets.{number - 1}"
+        rows = fitting(
+            load_dataset(ref, split="test", seed=config.seed),
+            field,
             config=config,
             template=template,
             tokenizer=tokenizer,
             log=log,
+            ref=ref,
         )
-        if data.val_dataset
-        else []
-    )
-    if config.tools.run_environment == "swe":
-        check_runnable_here(val, "val_dataset")
-    return train, val
+        if config.tools.run_environment == "swe":
+            check_runnable_here(rows, field)
+        examples += rows if number == 0 else [dataclasses.replace(row, id=f"{ref}#{row.id}") for row in rows]
+    return examples
 
 
 def check_runnable_here(examples: list[Example], field: str) -> None:
@@ -129,12 +141,21 @@ def check_runnable_here(examples: list[Example], field: str) -> None:
 
 
 def fitting(
-    examples: list[Example], field: str, *, config: RunConfig, template: str | None, tokenizer: Any, log: Log
+    examples: list[Example],
+    field: str,
+    *,
+    config: RunConfig,
+    template: str | None,
+    tokenizer: Any,
+    log: Log,
+    ref: str | None = None,
 ) -> list[Example]:
-    """With data.overlong_prompts 'drop', the examples whose prompt ToRL's length filter keeps."""
+    """With data.overlong_prompts 'drop', the examples whose prompt ToRL's length filter keeps; `ref` is the
+    dataset's reference (default: the config's data.<field>)."""
     data = config.data
     if data.overlong_prompts != "drop" or not examples:
         return examples
+    ref = getattr(data, field) if ref is None else ref
     protocol = config.tools.protocol
     kept = [
         example
@@ -143,12 +164,12 @@ def fitting(
     ]
     dropped = len(examples) - len(kept)
     log(
-        f"data.overlong_prompts 'drop': dropped {dropped} of {len(examples)} rows of {getattr(data, field)!r} "
+        f"data.overlong_prompts 'drop': dropped {dropped} of {len(examples)} rows of {ref!r} "
         f"whose prompt is longer than data.max_prompt_tokens ({data.max_prompt_tokens}) allows"
     )
     if not kept:
         raise ValueError(
-            f"data.overlong_prompts 'drop' dropped every row of data.{field} {getattr(data, field)!r}: "
+            f"data.overlong_prompts 'drop' dropped every row of data.{field} {ref!r}: "
             f"no prompt fits in data.max_prompt_tokens = {data.max_prompt_tokens} "
             "(raw templates need 10 tokens to spare); raise it or use 'truncate'"
         )

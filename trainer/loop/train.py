@@ -16,9 +16,8 @@ Before the first step, with `sft.enabled`, the loaded policy is fine-tuned on SF
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,10 +27,10 @@ import torch
 from trainer.config import RunConfig
 from trainer.contract import LOADING, RL, TrajectoryIn
 from trainer.engines.hf import HFEngine
-from trainer.envs import environment_task
 from trainer.loop import setup
 from trainer.loop.checkpoint import load_checkpoint, save_checkpoint
 from trainer.loop.collect import Collected, Group, collect_step, draw_rows, evaluate_step, score_groups
+from trainer.loop.sampling import as_groups, pass_settings, prompt_ids, rollout_inputs
 from trainer.loop.update import GRPOUpdate
 from trainer.models import load_policy
 from trainer.protocols import get_protocol
@@ -50,7 +49,8 @@ class Reporter(Protocol):
     stopped_by_dashboard: bool
 
     def log_metrics(self, step: int, values: dict[str, float]) -> None: ...
-    def log_trajectories(self, trajectories: list[TrajectoryIn]) -> None: ...
+    def log_trajectories(self, trajectories: Iterable[TrajectoryIn]) -> None: ...
+    def log_checkpoint(self, step: int, path: str | Path) -> None: ...
     def log(self, message: str, level: str = "info") -> None: ...
     def set_phase(self, name: str, done: int, total: int, eta_s: float | None = None, detail: str = "") -> None: ...
 
@@ -169,13 +169,7 @@ class Trainer:
         return build_prompt(example, self.config.tools.protocol, self.template)
 
     def prompt_ids(self, example: Example) -> list[int]:
-        text = build_prompt(example, self.config.tools.protocol, self.template).render(self.tokenizer)
-        # No special tokens added, raw prompts included: ToRL's rollout gets its prompt ids so
-        # (verl/utils/dataset/rl_dataset.py:226 @cb78cf1).
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        limit = self.config.data.max_prompt_tokens
-        # Keep the end: it holds the question and the assistant turn the model continues from.
-        return ids[-limit:]
+        return prompt_ids(example, config=self.config, template=self.template, tokenizer=self.tokenizer)
 
     def draw(self, step: int, attempt: int, count: int) -> list[tuple[int, Example]]:
         """A seeded draw of training rows per (step, attempt) (trainer.loop.collect.draw_rows)."""
@@ -190,17 +184,14 @@ class Trainer:
         group_size: int,
         seed: int,
         greedy: bool = False,
+        temperature: float | None = None,
         behaviour: bool = False,
     ) -> tuple[list[Group], RolloutResult]:
         """Roll out `group_size` responses per example with the policy's current weights or, with
         `behaviour` (async_rollouts' training rollouts), the behaviour copy's, stopped when the
-        pipeline closes."""
-        settings = dataclasses.replace(self.settings, temperature=0.0) if greedy else self.settings
-        prompts = [self.prompt_ids(example) for _, example in examples for _ in range(group_size)]
-        # The tools each prompt offers, which the function_calling environment runs calls against.
-        tools = [example.tools for _, example in examples for _ in range(group_size)]
-        # What the environment needs of each example beyond its tools: the swe environment's instance.
-        tasks = [environment_task(example) for _, example in examples for _ in range(group_size)]
+        pipeline closes; greedily, or at `temperature` (None: the run's)."""
+        settings = pass_settings(self.settings, greedy=greedy, temperature=temperature)
+        prompts, tools, tasks = rollout_inputs(examples, group_size, self.prompt_ids)
         shared = self.behaviour is not None and self.behaviour.engine is None
         if not behaviour and shared and self.behaviour.version != self.policy_version:
             # vLLM or the Ray replicas sample the behaviour weights, maybe the next step right now:
@@ -216,11 +207,7 @@ class Trainer:
             stop = self.pipeline.stop if behaviour else None
             result = rollout(engine, prompts, settings, seed=seed, stop=stop, tools=tools, tasks=tasks)
             engine.clear_cache()
-        groups = []
-        for g, (index, example) in enumerate(examples):
-            trajectories = result.trajectories[g * group_size : (g + 1) * group_size]
-            groups.append(Group(index=index, example=example, trajectories=trajectories))
-        return groups, result
+        return as_groups(examples, result, group_size), result
 
     def score(self, groups: list[Group], step: int, split: str = TRAIN_SPLIT) -> None:
         score_groups(groups, self.config.reward, step=step, state=self.reward_state, split=split)
@@ -235,8 +222,9 @@ class Trainer:
         return collect_step(self.config, step, roll=roll, draw=self.draw, score=self.score)
 
     def evaluate(self, step: int) -> dict[str, float]:
-        """Greedy accuracy, and pass@k from k samples per prompt, on the validation split."""
-        return evaluate_step(self.config, self.val_data, step, roll=self.roll, score=self.score)
+        """Greedy accuracy, and pass@k from k samples per prompt, on the validation data, overall and per
+        benchmark (trainer.loop.collect.evaluate_step)."""
+        return evaluate_step(self.config, self.val_data, step, roll=self.roll, score=self.score).metrics
 
     # -- update ---------------------------------------------------------------------------------
 
@@ -407,7 +395,9 @@ def run_training(
                 ],
             )
             if schedule.checkpoint_every and trainer.step % schedule.checkpoint_every == 0:
-                reporter.log(f"checkpoint saved to {trainer.checkpoint()}")
+                saved = trainer.checkpoint()
+                reporter.log_checkpoint(trainer.step, saved)
+                reporter.log(f"checkpoint saved to {saved}")
             if progress is not None:
                 progress(result, time.perf_counter() - started)
             if getattr(reporter, "stopped_by_dashboard", False):

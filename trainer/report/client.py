@@ -1,7 +1,7 @@
 """The trainer's reporting client: metrics, trajectories, log lines and run status.
 
 Every report is written at once to the run's out directory (`metrics.jsonl`, `trajectories.jsonl`,
-`log.txt`, `status.json`, `sft_metrics.jsonl` for the SFT cold start's metrics, and `phase.json`:
+`log.txt`, `status.json`, `checkpoints.jsonl`, `sft_metrics.jsonl` for the SFT cold start's metrics, and `phase.json`:
 what the run is doing now, its progress and ETA), so an offline run leaves a complete record and a
 dashboard run leaves one too. With a `report_url` (the
 dashboard's `POST /api/v1/runs/<id>/ingest`), reports are also queued for one background sender
@@ -33,6 +33,7 @@ so the dashboard ignores what a retry sends twice.
         reporter.set_phase("sft", step, total_steps, eta_s=120.0)   # as often as you like
         reporter.log_metrics(step, {"accuracy": 0.5})
         reporter.log_trajectories(trajectories)   # trainer.contract.TrajectoryIn, built by the trainer
+        reporter.log_checkpoint(step, path)       # a checkpoint saved, which the dashboard can evaluate
         if reporter.stopped_by_dashboard: ...
         reporter.set_status("succeeded")   # held back and sent by close(), after everything else
 """
@@ -72,6 +73,7 @@ from trainer.contract import (
     MetricStepIn,
     PhaseIn,
     RunStatus,
+    CheckpointIn,
     StatusIn,
     TrajectoryIn,
     is_metric_key,
@@ -84,13 +86,14 @@ METRICS_FILE = "metrics.jsonl"
 # The SFT cold start's metrics (trainer.contract.is_sft_metric), by SFT step: metrics.jsonl keeps the RL steps.
 SFT_METRICS_FILE = "sft_metrics.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
+CHECKPOINTS_FILE = "checkpoints.jsonl"
 LOG_FILE = "log.txt"
 STATUS_FILE = "status.json"
 PHASE_FILE = "phase.json"
 SPOOL_FILE = "report-spool.jsonl"
 
-Kind = Literal["metrics", "trajectories", "logs", "status"]
-_KINDS: tuple[Kind, ...] = ("metrics", "trajectories", "logs", "status")
+Kind = Literal["metrics", "trajectories", "logs", "checkpoints", "status"]
+_KINDS: tuple[Kind, ...] = ("metrics", "trajectories", "logs", "checkpoints", "status")
 
 
 def jsonable(value: Any) -> Any:
@@ -158,7 +161,7 @@ def _record(kind: Kind, line: str) -> bytes:
 def build_batch(records: Iterable[bytes], phase: bytes | None = None) -> bytes:
     """The ingest payload of queued records (and the latest phase's JSON); each record's JSON is
     spliced in without reparsing."""
-    parts: dict[str, list[bytes]] = {"metrics": [], "trajectories": [], "logs": []}
+    parts: dict[str, list[bytes]] = {"metrics": [], "trajectories": [], "logs": [], "checkpoints": []}
     status: bytes | None = None
     for record in records:
         kind, _, body = record.rstrip(b"\n").partition(b"\t")
@@ -408,6 +411,12 @@ class Reporter:
         self._files.append(TRAJECTORIES_FILE, [line + "\n" for line in lines])
         for line in lines:
             self._enqueue("trajectories", line)
+
+    def log_checkpoint(self, step: int, path: str | Path) -> None:
+        """Record a checkpoint saved after `step` training steps, so the dashboard lists it to evaluate."""
+        line = _json(CheckpointIn(step=int(step), path=str(path)))
+        self._files.append(CHECKPOINTS_FILE, [line + "\n"])
+        self._enqueue("checkpoints", line)
 
     def log(self, message: str, level: str = "info") -> None:
         """A log line of the run, shown in the dashboard's log view."""

@@ -3,7 +3,7 @@ output's status and duration, its prompt, answer, reward and counts."""
 
 from __future__ import annotations
 
-from trainer.contract import ChatMessage, TrajectoryIn, TurnIn
+from trainer.contract import MAX_DATA_SOURCE, ChatMessage, TrajectoryIn, TurnIn
 from trainer.metrics.step import tool_call_count
 from trainer.protocols.base import Protocol
 from trainer.protocols.prompts import Prompt
@@ -79,6 +79,7 @@ def trajectory_report(
         truncated=completion.truncated,
         prompt_tokens=len(trajectory.prompt_ids),
         response_tokens=completion.response_tokens,
+        data_source=example.data_source[:MAX_DATA_SOURCE] or None,
         outcome=completion.outcome,
     )
 

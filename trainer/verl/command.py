@@ -92,7 +92,8 @@ def launch_script(config: dict[str, Any], *, name: str) -> str:
     )
     argv = main_ppo_argv(run_config, paths)
     shape = run_config.cluster
-    datasets = [value for value in (run_config.data.train_dataset, run_config.data.val_dataset) if value]
+    data = run_config.data
+    datasets = [value for value in (data.train_dataset, data.val_dataset, *data.extra_val_datasets) if value]
     lines = [
         "#!/usr/bin/env bash",
         f"# tirlab run {name!r} on verl 0.9.1: {shape.nnodes} node(s) x {shape.gpus_per_node} GPU(s),"

@@ -115,6 +115,11 @@ FIELDS: dict[str, Entry] = {
         f"_generated:499: the parquet file {DATA_WRITER} writes from it; without one verl is given the train "
         "file and never validates",
     ),
+    "data.extra_val_datasets": Entry(
+        ("data.val_files",),
+        f"_generated:499: their rows go into the same parquet file as val_dataset's ({DATA_WRITER}), each with its "
+        "data_source, which verl's validation metrics are split by",
+    ),
     "data.prompt_template": _via(f"{DATA_WRITER} renders each row's prompt with it, which the agent loop continues"),
     "data.max_prompt_tokens": Entry(
         ("data.max_prompt_length",),
@@ -154,7 +159,8 @@ FIELDS: dict[str, Entry] = {
     "rollout.group_size": Entry((f"{ARO}.rollout.n",), "_generated:329"),
     "rollout.temperature": Entry(
         (f"{ARO}.rollout.temperature", f"{ARO}.rollout.val_kwargs.temperature"),
-        "_generated:297; :340 for evaluation, when it samples (schedule.eval_pass_k > 1), else 0 (greedy)",
+        "_generated:297; :340 for evaluation, when it samples (schedule.eval_pass_k > 1) and "
+        "schedule.eval_temperature is None, else 0 (greedy)",
     ),
     "rollout.top_p": Entry((f"{ARO}.rollout.top_p", f"{ARO}.rollout.val_kwargs.top_p"), "_generated:299, :339"),
     "rollout.async_rollouts": Entry((), "false is main_ppo's sync trainer (_generated:981 trainer.v1.trainer_mode)"),
@@ -200,6 +206,9 @@ FIELDS: dict[str, Entry] = {
     "schedule.eval_before_train": Entry(("trainer.val_before_train",), "_generated:968"),
     "schedule.eval_pass_k": Entry(
         (f"{ARO}.rollout.val_kwargs.n", f"{ARO}.rollout.val_kwargs.do_sample"), "_generated:341, :342 (k > 1)"
+    ),
+    "schedule.eval_temperature": Entry(
+        (f"{ARO}.rollout.val_kwargs.temperature",), "_generated:340, when the evaluation samples (eval_pass_k > 1)"
     ),
     "schedule.checkpoint_every": Entry(("trainer.save_freq",), "_generated:963 (0: -1)"),
     "schedule.heartbeat_s": _via("tirlab's launch wrapper reports liveness at this period (trainer/verl/launch.py)"),
@@ -452,7 +461,9 @@ def _values(config: RunConfig, paths: VerlPaths) -> dict[str, Any]:
         "data.train_batch_size": rollout.prompts_per_step,
         f"{ARO}.rollout.n": rollout.group_size,
         f"{ARO}.rollout.temperature": rollout.temperature,
-        f"{ARO}.rollout.val_kwargs.temperature": rollout.temperature if sampled_eval else 0.0,
+        f"{ARO}.rollout.val_kwargs.temperature": (
+            (schedule.eval_temperature or rollout.temperature) if sampled_eval else 0.0
+        ),
         f"{ARO}.rollout.top_p": rollout.top_p,
         f"{ARO}.rollout.val_kwargs.top_p": rollout.top_p,
         "trainer.log_val_generations": rollout.trajectories_to_report * schedule.eval_pass_k,

@@ -15,7 +15,7 @@ from trainer.contract import IngestBatch, MetricStepIn, SweOutcomeIn, Trajectory
 from webapp.core.tokens import hash_secret
 from webapp.runs.events import heartbeat_event, log_line_payload, publish_run_events
 from webapp.runs.metric_store import update_summary, write_metric_steps
-from webapp.runs.models import Run, RunLogLine, RunStatus, Trajectory
+from webapp.runs.models import Checkpoint, Run, RunLogLine, RunStatus, Trajectory
 from webapp.runs.transitions import RUN_TRANSITIONS, run_transition
 
 
@@ -110,6 +110,7 @@ def _trajectory(run: Run, item: TrajectoryIn) -> Trajectory:
         prompt_tokens=item.prompt_tokens,
         response_tokens=item.response_tokens,
         outcome=item.outcome.model_dump() if item.outcome is not None else None,
+        data_source=item.data_source or "",
         search_text="\n".join(texts),
     )
 
@@ -128,6 +129,7 @@ _TRAJECTORY_UPDATE_FIELDS = [
     "prompt_tokens",
     "response_tokens",
     "outcome",
+    "data_source",
     "search_text",
 ]
 
@@ -173,6 +175,18 @@ def _write_logs(run: Run, batch: IngestBatch, now: datetime) -> list[dict[str, A
     return [log_line_payload(line) for line in new]
 
 
+def _write_checkpoints(run: Run, batch: IngestBatch) -> int:
+    """Record the checkpoints saved, by step (a checkpoint saved again at a step replaces its path)."""
+    latest = {item.step: item.path for item in batch.checkpoints}
+    Checkpoint.objects.bulk_create(
+        [Checkpoint(run=run, step=step, path=path) for step, path in latest.items()],
+        update_conflicts=True,
+        unique_fields=["run", "step"],
+        update_fields=["path"],
+    )
+    return len(latest)
+
+
 def _takes_final_flush(run: Run, batch: IngestBatch, now: datetime) -> bool:
     """Whether a finished run still takes this batch (for INGEST_CANCEL_GRACE_S after it finished): a
     cancelled trainer's last words (final metrics and checkpoint, sent after the stop request), or a
@@ -215,6 +229,7 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
             fields += update_summary(run, metric_rows)
         trajectories = write_trajectories(run, batch.trajectories) if batch.trajectories else []
         logs = _write_logs(run, batch, now) if batch.logs else []
+        checkpoints = _write_checkpoints(run, batch) if batch.checkpoints else 0
         if batch.status is not None and batch.status.checkpoint:
             run.checkpoint_path = batch.status.checkpoint
             fields.append("checkpoint_path")
@@ -238,5 +253,10 @@ def ingest_batch(*, run_id: int, token: str, payload: Any) -> Ingested:
         for status in plan:
             error = batch.status.error if batch.status is not None and status == batch.status.status else ""
             run_transition(run=run, status=status, error=error)
-    written = {"metrics": len(metric_rows), "trajectories": len(trajectories), "logs": len(logs)}
+    written = {
+        "metrics": len(metric_rows),
+        "trajectories": len(trajectories),
+        "logs": len(logs),
+        "checkpoints": checkpoints,
+    }
     return Ingested(written=written, stop=run.status == RunStatus.CANCELLED)

@@ -3,7 +3,8 @@
 - `launch_queued()` starts the oldest queued runs while fewer than MAX_CONCURRENT_RUNS are starting
   or running: it mints the run's ingest token, writes the config snapshot to the run's folder,
   submits `python -m trainer run` as a Ray job under an id recorded on the run, and moves the run to
-  `starting` — all in one transaction, under a lock that makes concurrent launchers take turns.
+  `starting` — all in one transaction, under a lock that makes concurrent launchers take turns. An
+  evaluation run (webapp.runs.evaluations) is submitted alike, as `python -m trainer evaluate`.
 - `reconcile()` (Celery beat, every RECONCILE_EVERY_S) compares every starting or running run with
   its Ray job and its last heartbeat: an ended job ends the run (failed with the job's log tail), a
   vanished job or a silent trainer makes it `lost`; then it launches what capacity allows. It keeps
@@ -101,6 +102,14 @@ def _launch_next() -> Run | None:
                 resume=run.resume_from,
             )
             env |= verl_runs.job_env(run, token)
+        elif run.is_evaluation:
+            entrypoint = ray_jobs.evaluation_entrypoint(
+                config_path=str(config_path),
+                out_dir=str(folder),
+                report_url=report_url,
+                checkpoint=run.evaluated_checkpoint,
+                step=run.evaluated_step or 0,
+            )
         else:
             entrypoint = ray_jobs.trainer_entrypoint(
                 config_path=str(config_path), out_dir=str(folder), report_url=report_url, resume=run.resume_from

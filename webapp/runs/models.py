@@ -75,8 +75,24 @@ class Run(models.Model):
     last_step = models.IntegerField(null=True, blank=True)
     metric_keys = ArrayField(models.CharField(max_length=contract.MAX_METRIC_KEY), default=list, blank=True)
     parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
-    parent_relation = models.CharField(max_length=8, blank=True, choices=[("fork", "fork"), ("resume", "resume")])
+    parent_relation = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=[("fork", "fork"), ("resume", "resume"), ("evaluation", "evaluation")],
+        help_text="An evaluation run evaluates a checkpoint of its parent, or the model its parent starts from.",
+    )
     checkpoint_path = models.CharField(max_length=contract.MAX_CHECKPOINT, blank=True)
+    evaluated_step = models.IntegerField(
+        null=True,
+        blank=True,
+        help_text="An evaluation run's step: the training steps its parent's checkpoint was saved after (0: the "
+        "model the parent starts from). Its metrics and trajectories are recorded at this step.",
+    )
+    evaluated_checkpoint = models.CharField(
+        max_length=contract.MAX_CHECKPOINT,
+        blank=True,
+        help_text="The checkpoint an evaluation run evaluates; empty for the model its parent starts from.",
+    )
     phase = models.JSONField(
         null=True,
         blank=True,
@@ -103,6 +119,10 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def is_evaluation(self) -> bool:
+        return self.parent_relation == "evaluation"
 
     @property
     def is_finished(self) -> bool:
@@ -197,6 +217,9 @@ class Trajectory(models.Model):
     outcome = models.JSONField(
         null=True, blank=True, help_text="An environment's result of the trajectory: the swe patch, end and tests."
     )
+    data_source = models.CharField(
+        max_length=contract.MAX_DATA_SOURCE, blank=True, help_text="Its row's data source: the benchmark it is of."
+    )
     search_text = models.TextField(blank=True, help_text="Prompt, turns and answer as plain text, for search.")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -211,6 +234,22 @@ class Trajectory(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} step {self.step} prompt {self.prompt_index} sample {self.sample_index}"
+
+
+class Checkpoint(models.Model):
+    """A checkpoint a run's trainer saved (trainer.contract.CheckpointIn): what an evaluation run can evaluate."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.IntegerField(help_text="Training steps done when it was saved.")
+    path = models.CharField(max_length=contract.MAX_CHECKPOINT, help_text="Its folder, as the trainer saw it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step"]
+        constraints = [models.UniqueConstraint(fields=["run", "step"], name="checkpoint_run_step_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} step {self.step}"
 
 
 class RunLogLine(models.Model):

@@ -69,6 +69,16 @@ def trainer_entrypoint(*, config_path: str, out_dir: str, report_url: str, resum
     return shlex.join(argv)
 
 
+def evaluation_entrypoint(*, config_path: str, out_dir: str, report_url: str, checkpoint: str, step: int) -> str:
+    """An evaluation run's command line: a checkpoint (or, with none, the config's model) evaluated, its
+    results reported at `step`."""
+    argv = [settings.RAY_PYTHON, "-m", "trainer", "evaluate", "--config", config_path, "--out", out_dir]
+    argv += ["--report-url", report_url, "--step", str(step)]
+    if checkpoint:
+        argv += ["--checkpoint", checkpoint]
+    return shlex.join(argv)
+
+
 def submit(*, job_id: str, entrypoint: str, env: dict[str, str], metadata: dict[str, str]) -> None:
     """Submit a job under our own id (so a retried submission of the same run cannot start it twice)."""
     client = _client()

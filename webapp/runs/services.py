@@ -155,6 +155,10 @@ def resolve_config(
             resolved["data"][key] = _resolve_dataset(
                 resolved["data"][key], user=user, field=f"data.{key}", sources=sources
             )
+        resolved["data"]["extra_val_datasets"] = [
+            _resolve_dataset(ref, user=user, field=f"data.extra_val_datasets.{number}", sources=sources)
+            for number, ref in enumerate(resolved["data"]["extra_val_datasets"])
+        ]
         resolved["tools"]["search_corpus"] = _resolve_corpus(
             resolved["tools"].get("search_corpus"), user=user, sources=sources
         )
@@ -196,6 +200,8 @@ def run_create(
     parent_relation: str = "",
     managed: bool = True,
     resume_from: str = "",
+    evaluated_step: int | None = None,
+    evaluated_checkpoint: str = "",
 ) -> tuple[Run, str]:
     """Create a queued run from a config; returns the run and its ingest token.
 
@@ -230,6 +236,8 @@ def run_create(
         parent_relation=parent_relation,
         managed=managed,
         resume_from=resume_from,
+        evaluated_step=evaluated_step,
+        evaluated_checkpoint=evaluated_checkpoint,
     )
     run_log(run=run, message=f"run created ({'from ' + preset if preset else 'custom config'})")
     publish_run_events(run, [], list_event="run.created")

@@ -6,7 +6,8 @@ from rest_framework.fields import empty
 from trainer.contract import INT_MAX, MAX_PHASE_DETAIL, PHASES
 from webapp.core.filters import BooleanParam
 from webapp.rewards.models import RewardConfig
-from webapp.runs.models import Experiment, Run, RunLogLine, RunStatus, Trajectory
+from webapp.runs.evaluations import MAX_SAMPLES
+from webapp.runs.models import Checkpoint, Experiment, Run, RunLogLine, RunStatus, Trajectory
 from webapp.runs.selectors import DEFAULT_RUN_SORT, RUN_SORTS, RunFilters, queue_positions
 
 # The serializers give the API its shapes; what a name or a tag may be is webapp.runs.services',
@@ -27,7 +28,9 @@ class ExperimentSerializer(serializers.ModelSerializer):
 class RunPhaseSerializer(serializers.Serializer):
     """The trainer's latest phase as stored from its ingest (trainer.contract.PhaseIn), and when it came."""
 
-    name = serializers.ChoiceField(choices=PHASES, help_text="loading (the model, data, engine), sft or rl.")
+    name = serializers.ChoiceField(
+        choices=PHASES, help_text="loading (the model, data, engine), sft, rl, or eval (an evaluation run)."
+    )
     done = serializers.IntegerField(min_value=0, max_value=INT_MAX, help_text="Units of the phase done so far.")
     total = serializers.IntegerField(min_value=1, max_value=INT_MAX, help_text="Units the phase has in all.")
     eta_s = serializers.FloatField(
@@ -91,6 +94,8 @@ class RunSerializer(serializers.ModelSerializer):
             "parent_relation",
             "checkpoint_path",
             "resume_from",
+            "evaluated_step",
+            "evaluated_checkpoint",
             "archived",
             "phase",
         ]
@@ -240,6 +245,41 @@ class RunForkSerializer(serializers.Serializer):
         return overrides
 
 
+class RunEvaluateSerializer(serializers.Serializer):
+    step = serializers.IntegerField(
+        allow_null=True,
+        min_value=0,
+        max_value=INT_MAX,
+        help_text="The checkpoint the run saved after this many training steps; null evaluates the model the run "
+        "starts from (the table's first row).",
+    )
+    datasets = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Dataset references to evaluate on (built-in names, dataset:<id>); default: the run's own "
+        "validation datasets. Rows are reported per data source (bench/<source>/…).",
+    )
+    samples = serializers.IntegerField(
+        required=False,
+        default=1,
+        help_text=f"Samples a prompt: 1 is greedy; more adds avg@k and pass@k (at most {MAX_SAMPLES}).",
+    )
+    temperature = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Temperature of the samples (samples > 1); null: the run's rollout temperature.",
+    )
+
+
+class CheckpointSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Checkpoint
+        fields = ["step", "path", "created_at"]
+
+
 class TrajectorySerializer(serializers.ModelSerializer):
     class Meta:
         model = Trajectory
@@ -272,6 +312,7 @@ class IngestCountsSerializer(serializers.Serializer):
     metrics = serializers.IntegerField(help_text="Metric steps written (merged into existing steps).")
     trajectories = serializers.IntegerField()
     logs = serializers.IntegerField(help_text="New log lines (retried ones are not counted).")
+    checkpoints = serializers.IntegerField(help_text="Checkpoints recorded.")
 
 
 class IngestWrittenSerializer(serializers.Serializer):

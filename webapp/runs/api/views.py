@@ -21,7 +21,9 @@ from webapp.runs.api.serializers import (
     ExperimentSerializer,
     MetricsResponseSerializer,
     RunCreatedSerializer,
+    CheckpointSerializer,
     RunCreateSerializer,
+    RunEvaluateSerializer,
     RunForkSerializer,
     RunListQuerySerializer,
     RunLogLineSerializer,
@@ -30,6 +32,7 @@ from webapp.runs.api.serializers import (
     RunUpdateSerializer,
     TrajectorySerializer,
 )
+from webapp.runs.evaluations import run_evaluate
 from webapp.runs.metric_store import run_metric_rows, run_metric_series
 from webapp.runs.models import Experiment, Run
 from webapp.runs.selectors import InvalidSearch, run_list, run_trajectories
@@ -184,6 +187,24 @@ class RunViewSet(viewsets.ModelViewSet):
         run, token = run_resume(run=parent, user=request.user, **data.validated_data)
         run.ingest_token = token or None
         return Response(RunCreatedSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RunEvaluateSerializer, responses={201: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def evaluate(self, request, pk=None):
+        """Queue an evaluation run: a checkpoint this run saved, or the model it starts from, evaluated on chosen
+        datasets, greedily or with k samples a prompt. Its metrics and trajectories are recorded at the
+        checkpoint's step, per benchmark (bench/<data_source>/…)."""
+        parent = self.get_object()
+        data = RunEvaluateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = run_evaluate(run=parent, user=request.user, **data.validated_data)
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=CheckpointSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def checkpoints(self, request, pk=None):
+        """The checkpoints the run's trainer saved, by step: what `evaluate` can evaluate."""
+        return Response(CheckpointSerializer(self.get_object().checkpoints.all(), many=True).data)
 
     @extend_schema(
         parameters=[
