@@ -298,3 +298,24 @@ def test_a_protocol_is_a_run_choice_once_its_environment_is_registered() -> None
     assert RUN_PROTOCOLS == tuple(name for name in PROTOCOL_NAMES if default_environment(name) in ENVIRONMENT_NAMES)
     assert "search_r1" in RUN_PROTOCOLS
     assert "search_r1" in config_json_schema()["$defs"]["ToolConfig"]["properties"]["protocol"]["enum"]
+
+
+def test_a_run_evaluates_on_several_datasets_after_its_val_dataset() -> None:
+    data = validate_config({"data": {"val_dataset": "torl-test", "extra_val_datasets": ["gsm8k-test"]}}).data
+
+    assert (data.val_dataset, data.extra_val_datasets) == ("torl-test", ["gsm8k-test"])
+
+
+def test_extra_val_datasets_need_a_val_dataset() -> None:
+    errors = _errors({"data": {"extra_val_datasets": ["gsm8k-test"]}})
+
+    assert errors == {"data.extra_val_datasets": ["needs data.val_dataset: name the first dataset to evaluate there"]}
+
+
+def test_an_eval_temperature_needs_more_than_one_sample() -> None:
+    errors = _errors({"schedule": {"eval_temperature": 0.6}})
+
+    assert errors == {
+        "schedule.eval_temperature": ["needs schedule.eval_pass_k > 1: one sample per prompt is evaluated greedily"]
+    }
+    assert validate_config({"schedule": {"eval_pass_k": 8, "eval_temperature": 0.6}}).schedule.eval_temperature == 0.6

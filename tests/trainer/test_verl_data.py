@@ -86,6 +86,19 @@ def test_the_validation_split_is_the_val_dataset(tmp_path: Path, tokenizer: Char
     assert {row["extra_info"]["split"] for row in rows} == {"val"}
 
 
+def test_the_extra_val_datasets_join_the_validation_split_with_their_data_sources(
+    tmp_path: Path, tokenizer: CharTokenizer
+) -> None:
+    config = validate_config({"data": {"val_dataset": "arithmetic", "extra_val_datasets": ["function-calling"]}})
+    write_verl_dataset(config, split="val", path=tmp_path / "val.parquet", tokenizer=tokenizer, log=_quiet)
+    rows = _rows(tmp_path / "val.parquet")
+    sources = [row["data_source"] for row in rows]
+    # verl splits its validation metrics by data_source (val-core/<data_source>/…): one benchmark each.
+    assert sources[0] == "arithmetic" and sources[-1] == "function-calling" and len(set(sources)) == 2
+    ids = [row["extra_info"]["example_id"] for row in rows]
+    assert len(ids) == len(set(ids)) and ids[-1].startswith("function-calling#")
+
+
 def test_a_validation_split_without_a_val_dataset_is_refused(tmp_path: Path, tokenizer: CharTokenizer) -> None:
     with pytest.raises(ValueError, match="data.val_dataset is not set"):
         write_verl_dataset(validate_config({}), split="val", path=tmp_path / "v.parquet", tokenizer=tokenizer)

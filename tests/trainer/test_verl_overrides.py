@@ -203,6 +203,15 @@ def test_the_defaults_that_verl_has_otherwise() -> None:
     assert got["actor_rollout_ref.rollout.val_kwargs.temperature"] == "0.0"
 
 
+def test_the_evaluation_samples_at_eval_temperature() -> None:
+    config = verl_config(
+        {"data": {"val_dataset": "torl-test"}, "schedule": {"eval_every": 5, "eval_pass_k": 16, "eval_temperature": 0.6}}
+    )
+    got = as_dict(verl_overrides(config, PATHS))
+    assert got["actor_rollout_ref.rollout.val_kwargs.temperature"] == "0.6"
+    assert got["actor_rollout_ref.rollout.temperature"] == "1.0"
+
+
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
