@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.runs.models import Experiment, MetricSeries, MetricStep, Run, RunLogLine, Trajectory
+from webapp.runs.models import Checkpoint, Experiment, MetricSeries, MetricStep, Run, RunLogLine, Trajectory
 
 
 @admin.register(Experiment)
@@ -42,6 +42,15 @@ class MetricSeriesAdmin(admin.ModelAdmin):
 class TrajectoryAdmin(admin.ModelAdmin):
     list_display = ["run", "step", "prompt_index", "sample_index", "reward", "correct", "tool_call_count"]
     list_filter = ["correct", "has_tool_error", "truncated"]
+    raw_id_fields = ["run"]
+    list_select_related = ["run"]
+
+
+@admin.register(Checkpoint)
+class CheckpointAdmin(admin.ModelAdmin):
+    """What the trainer reported saving; an evaluation run reads its path."""
+
+    list_display = ["run", "step", "path", "created_at"]
     raw_id_fields = ["run"]
     list_select_related = ["run"]
 
