@@ -1,12 +1,13 @@
 """Datasets in a real browser: a malformed upload is refused with its line, a good one is listed
-and its rows preview as the model will see them."""
+and its rows preview as the model will see them, a mixed evaluation file benchmark by benchmark."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.browser._helpers import in_thread, log_in, screenshot
+from tests.browser._helpers import assert_readable_in_both_themes, in_thread, log_in, screenshot, toggle_theme
+from tests.torl_data import torl_test_parquet_bytes
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import builtin_datasets_seed
 
@@ -112,3 +113,35 @@ def test_preview_rows_are_numbered_from_one_in_every_format(page, live_server, r
     # The id is still shown: the parquet's first row is id 0.
     assert page.locator(".row-preview .row-id").first.inner_text() == "id 0"
     screenshot(page, "dataset-detail-parquet.png")
+
+
+def test_a_mixed_test_parquet_shows_one_benchmarks_rows_at_a_click(page, live_server, researcher):
+    """ToRL's test parquet mixes aime24, math500 and aime25 (tests/torl_data.py); its page lists them and a click
+    shows one benchmark's rows alone."""
+    log_in(page, live_server, "/datasets/")
+    counts = {"aime24": 6, "math500": 7, "aime25": 4}
+    upload(page, live_server, "test.parquet", torl_test_parquet_bytes(counts), name="ToRL test")
+    page.wait_for_url(f"{live_server.url}/datasets/*/")
+    assert page.locator(".benchmarks a").all_inner_texts() == ["all 17", "aime24 6", "math500 7", "aime25 4"]
+    assert page.locator(".row-source").all_inner_texts() == ["· aime24"] * 5
+
+    page.click(".benchmarks a[data-source=math500]")
+    page.wait_for_url("**?source=math500")
+    assert page.locator(".row-source").all_inner_texts() == ["· math500"] * 5
+    assert [h.split(" id ")[0] for h in page.locator(".row-preview h3").all_inner_texts()] == [
+        f"Row {n}" for n in range(7, 12)
+    ]
+    assert page.locator(".benchmarks a[aria-current]").inner_text() == "math500 7"
+    # Showing more rows stays on the benchmark: the form carries it.
+    page.fill("input[name=rows]", "10")
+    page.click("#preview-form button[type=submit]")
+    page.wait_for_url("**rows=10**")
+    assert page.locator(".row-source").all_inner_texts() == ["· math500"] * 7
+    assert_readable_in_both_themes(page, ".benchmarks a[aria-current]", ".benchmarks a[data-source=aime25]")
+    page.fill("input[name=rows]", "2")
+    page.click("#preview-form button[type=submit]")
+    page.wait_for_url("**rows=2**")
+    screenshot(page, "dataset-detail-benchmarks.png")
+    toggle_theme(page)
+    screenshot(page, "dataset-detail-benchmarks_dark.png")
+    toggle_theme(page)

@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -226,6 +227,9 @@ class DatasetInfo:
     # SFT traces only: the tool protocol they are written in; None for traces without a tool call
     # (usable with any protocol) and for problems.
     protocol: str | None = None
+    # Problems only: rows per data source, in order of first appearance. An evaluation file mixing benchmarks
+    # (ToRL's test parquet: aime24, math500, aime25) is split by it, as trainer.metrics.benchmarks names them.
+    data_sources: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -294,17 +298,19 @@ def inspect_dataset(
             return _inspect_traces(path, size=size, preview_rows=preview_rows)
         columns: dict[str, None] = {}
         preview: list[dict] = []
+        data_sources: Counter[str] = Counter()
         row_count = 0
         for record, example in _rows(path, format):
             columns.update(dict.fromkeys(record))
             if row_count < preview_rows:
                 preview.append(_preview(example))
+            data_sources[example.data_source] += 1
             row_count += 1
     except DatasetError as err:
         if filename is None:
             raise
         raise DatasetError(err.message, line=err.line, field=err.field, row=err.row, filename=filename) from None
-    return DatasetInfo(format, row_count, size, _sha256(path), list(columns), preview)
+    return DatasetInfo(format, row_count, size, _sha256(path), list(columns), preview, data_sources=dict(data_sources))
 
 
 def _inspect_traces(path: Path, *, size: int, preview_rows: int) -> DatasetInfo:
@@ -398,6 +404,11 @@ def _traces_as_problems(ref: str) -> str:
 def iter_examples(path: Path, format: DatasetFormat | None = None) -> Iterator[Example]:
     for _, example in _rows(path, format or detect_format(path)):
         yield example
+
+
+def data_source_counts(path: Path, format: DatasetFormat | None = None) -> dict[str, int]:
+    """Rows per data source of a file of problems, in order of first appearance, as `inspect_dataset` counts them."""
+    return dict(Counter(example.data_source for example in iter_examples(path, format)))
 
 
 def load_examples(path: Path, format: DatasetFormat | None = None) -> list[Example]:
@@ -589,7 +600,7 @@ def _qa_example(record: dict[str, Any], where: _Where, format: DatasetFormat) ->
         id=_example_id(record, where),
         prompt=[{"role": "user", "content": question}],
         ground_truth=ground_truth,
-        data_source=format.value,
+        data_source=_data_source(record, where, format),
         extra_info=_extra_info(record, where),
     )
 
@@ -644,7 +655,7 @@ def _function_calling_example(record: dict[str, Any], where: _Where) -> Example:
         id=_example_id(record, where),
         prompt=prompt,
         ground_truth=ground_truth,
-        data_source=DatasetFormat.FUNCTION_CALLING.value,
+        data_source=_data_source(record, where, DatasetFormat.FUNCTION_CALLING),
         tools=tools,
         extra_info=_extra_info(record, where),
     )
@@ -822,6 +833,13 @@ def _example_id(record: dict[str, Any], where: _Where) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise _type_error("id", "a string or an integer", value, where)
     return str(value)
+
+
+def _data_source(record: dict[str, Any], where: _Where, format: DatasetFormat) -> str:
+    """A JSONL row's optional 'data_source' (its benchmark, as in verl parquet), else the format's name."""
+    if record.get("data_source") is None:
+        return format.value
+    return _text(record, "data_source", where)
 
 
 def _extra_info(record: dict[str, Any], where: _Where) -> dict | None:

@@ -40,6 +40,14 @@ class Dataset(models.Model):
     checksum = models.CharField(max_length=64, help_text="sha256 of the file")
     columns = models.JSONField(default=list)
     preview = models.JSONField(default=list)
+    # [data source, rows] pairs, not an object: jsonb keeps an object's keys in its own order, and these keep the
+    # file's (ToRL's test parquet: aime24, math500, aime25). `data_source_rows` reads them as a dict.
+    data_sources = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[data source, rows] per benchmark, in order of first appearance; empty for SFT traces and "
+        "corpora, and for problems stored before they were counted (services.dataset_count_data_sources).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SharedQuerySet.as_manager()
@@ -63,6 +71,11 @@ class Dataset(models.Model):
     def is_corpus(self) -> bool:
         """Documents to search (tools.search_corpus, POST .../retrieve), not problems or traces."""
         return self.format == self.CORPUS
+
+    @property
+    def data_source_rows(self) -> dict[str, int]:
+        """Rows per data source, in the file's order of first appearance."""
+        return {source: rows for source, rows in self.data_sources}
 
     @property
     def offers_tools(self) -> bool:

@@ -23,7 +23,15 @@ from django.db import transaction
 
 from retrieval import BM25Index, CorpusError, load_corpus, split_title_text
 from trainer.data.corpora import index_dir
-from trainer.data.datasets import BUILTIN_FILES, DatasetError, DatasetInfo, detect_format, inspect_dataset
+from trainer.data.datasets import (
+    BUILTIN_FILES,
+    DatasetError,
+    DatasetFormat,
+    DatasetInfo,
+    data_source_counts,
+    detect_format,
+    inspect_dataset,
+)
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
 
@@ -39,6 +47,7 @@ def _fields(info: DatasetInfo) -> dict:
         "columns": info.columns,
         "preview": info.preview,
         "protocol": info.protocol or "",
+        "data_sources": list(info.data_sources.items()),
     }
 
 
@@ -191,6 +200,21 @@ def builtin_datasets_seed() -> list[Dataset]:
         dataset_register_builtin(name=dataset.name, path=dataset.path, description=dataset.description)
         for dataset in BUILTIN_FILES.values()
     ]
+
+
+def dataset_count_data_sources(*, dataset: Dataset) -> dict[str, int]:
+    """A dataset of problems' rows per data source, as stored at upload; a dataset stored before they were counted
+    (none stored: a file of problems has at least one row) has them counted from its file now, once, and stored.
+    Traces and corpora have none; nor does a file that cannot be read any more (its page says why)."""
+    if dataset.data_sources or dataset.is_corpus or dataset.format == DatasetFormat.SFT_TRACES.value:
+        return dataset.data_source_rows
+    try:
+        counts = data_source_counts(Path(dataset.file_path), DatasetFormat(dataset.format))
+    except (DatasetError, OSError, ValueError):
+        return {}
+    dataset.data_sources = list(counts.items())
+    dataset.save(update_fields=["data_sources"])
+    return counts
 
 
 def _check_may_change(dataset: Dataset, user: AbstractBaseUser) -> None:

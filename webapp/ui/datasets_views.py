@@ -17,7 +17,12 @@ from trainer.protocols import PROTOCOL_NAMES, get_protocol
 from trainer.protocols.prompts import DEFAULT_TEMPLATES, TEMPLATES, PromptTemplateError, build_prompt, tool_parameters
 from webapp.core.permissions import may_change
 from webapp.datasets.models import Dataset
-from webapp.datasets.services import corpus_documents, dataset_create_from_upload, dataset_delete
+from webapp.datasets.services import (
+    corpus_documents,
+    dataset_count_data_sources,
+    dataset_create_from_upload,
+    dataset_delete,
+)
 
 PAGE_SIZE = 50
 PREVIEW_ROWS = 5
@@ -69,18 +74,24 @@ def _choice(value: str | None, choices, default: str) -> str:
     return value if value in choices else default
 
 
-def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: int) -> list[dict]:
+def _preview_rows(dataset: Dataset, protocol: str, template: str | None, count: int, source: str) -> list[dict]:
+    """The first `count` rows, or with `source` the first `count` of that data source; each numbered by its
+    place in the file, so a benchmark's rows say where they are."""
     if dataset.is_corpus:
         return corpus_documents(dataset, count)
     if dataset.format == DatasetFormat.SFT_TRACES.value:
         return _trace_rows(dataset, protocol, template, count)
     rows = []
-    examples = iter_examples(Path(dataset.file_path), DatasetFormat(dataset.format))
-    for example in islice(examples, count):
+    numbered = enumerate(iter_examples(Path(dataset.file_path), DatasetFormat(dataset.format)), 1)
+    if source:
+        numbered = ((number, example) for number, example in numbered if example.data_source == source)
+    for number, example in islice(numbered, count):
         truth = example.ground_truth
         rows.append(
             {
                 **_prompt_view(example, protocol, template),
+                "number": number,
+                "data_source": example.data_source,
                 "ground_truth": truth if isinstance(truth, str) else json.dumps(truth, indent=2),
                 "tools": None if example.tools is None else [_tool_view(tool) for tool in example.tools],
             }
@@ -111,10 +122,19 @@ def _trace_rows(dataset: Dataset, protocol: str, template: str | None, count: in
     response split into the model's text (trained on) and the tool outputs (masked from the loss)."""
     tools = get_protocol(protocol)
     rows = []
-    for row in islice(iter_traces(Path(dataset.file_path), protocol), count):
+    for number, row in enumerate(islice(iter_traces(Path(dataset.file_path), protocol), count), 1):
         segments = tools.segments(row.response, tool_outputs=row.tool_outputs)
-        rows.append({**_prompt_view(row.example, protocol, template), "response": segments})
+        rows.append({**_prompt_view(row.example, protocol, template), "number": number, "response": segments})
     return rows
+
+
+def _with_source(request: HttpRequest, source: str) -> str:
+    """This page's query with `source` set (or, empty, dropped), keeping the protocol, template and rows."""
+    query = request.GET.copy()
+    query.pop("source", None)
+    if source:
+        query["source"] = source
+    return f"?{query.urlencode()}"
 
 
 @login_required
@@ -128,11 +148,21 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         count = min(max(int(request.GET.get("rows", PREVIEW_ROWS)), 1), MAX_PREVIEW_ROWS)
     except ValueError:
         count = PREVIEW_ROWS
-    rows, preview_error = [], None
-    try:
-        rows = _preview_rows(dataset, protocol, template or None, count)
-    except (DatasetError, PromptTemplateError, OSError, ValueError) as exc:
-        preview_error = str(exc)
+    data_sources = dataset_count_data_sources(dataset=dataset)
+    # Only problems have data sources to filter by; an unknown one shows no rows rather than every row.
+    source = request.GET.get("source", "") if data_sources else ""
+    rows, preview_error, preview_notice = [], None, None
+    if source and source not in data_sources:
+        preview_notice = f"No rows of data source '{source}'; this dataset's are {', '.join(data_sources)}."
+    else:
+        try:
+            rows = _preview_rows(dataset, protocol, template or None, count, source)
+        except (DatasetError, PromptTemplateError, OSError, ValueError) as exc:
+            preview_error = str(exc)
+    benchmarks = [
+        {"name": name, "rows": rows_of, "link": _with_source(request, name), "current": name == source}
+        for name, rows_of in data_sources.items()
+    ]
     return render(
         request,
         "ui/dataset_detail.html",
@@ -140,9 +170,14 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "dataset": dataset,
             "rows": rows,
             "preview_error": preview_error,
+            "preview_notice": preview_notice,
             "protocol": protocol,
             "template": template,
             "count": count,
+            "source": source,
+            "source_rows": data_sources.get(source),
+            "benchmarks": benchmarks,
+            "all_sources_link": _with_source(request, ""),
             "protocols": PROTOCOL_NAMES,
             "templates": list(TEMPLATES),
             "default_template": DEFAULT_TEMPLATES[protocol],

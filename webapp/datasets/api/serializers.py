@@ -8,6 +8,12 @@ class DatasetSerializer(serializers.ModelSerializer):
 
     name = serializers.CharField(allow_blank=True)
     owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True, default=None)
+    data_sources = serializers.DictField(
+        child=serializers.IntegerField(),
+        source="data_source_rows",
+        read_only=True,
+        help_text="Rows per data source (benchmark), in order of first appearance; {} for SFT traces and corpora.",
+    )
 
     class Meta:
         model = Dataset
@@ -25,6 +31,7 @@ class DatasetSerializer(serializers.ModelSerializer):
             "checksum",
             "columns",
             "preview",
+            "data_sources",
             "created_at",
         ]
         read_only_fields = [f for f in fields if f not in ("name", "description")]
