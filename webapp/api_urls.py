@@ -5,6 +5,7 @@ from webapp.accounts.api.views import ApiTokenViewSet
 from webapp.datasets.api.views import CorpusRetrieveView, DatasetViewSet
 from webapp.rewards.api.views import RewardCatalogView, RewardConfigViewSet
 from webapp.runs.api.ingest_views import RunIngestView
+from webapp.runs.api.results import ResultsView
 from webapp.runs.api.views import ExperimentViewSet, RunConfigSchemaView, RunViewSet
 
 
@@ -28,5 +29,6 @@ urlpatterns = [
     path("datasets/<int:pk>/retrieve", CorpusRetrieveView.as_view(), name="dataset-retrieve"),
     path("rewards/", RewardCatalogView.as_view(), name="reward-catalog"),
     path("run-config/schema/", RunConfigSchemaView.as_view(), name="run-config-schema"),
+    path("results/", ResultsView.as_view(), name="api-results"),
     *router.urls,
 ]

@@ -89,6 +89,7 @@
       section.keys.forEach(function (key) { if (!charts[key]) chartDiv(key, grid); });
     });
     document.getElementById("charts-empty").hidden = keys.length + Object.keys(singles).length > 0;
+    showChartControls();
   }
 
   // --- metrics logged once ----------------------------------------------------------------------
@@ -132,6 +133,13 @@
     document.getElementById("metric-singles-list").replaceChildren(...names.map(singleItem));
     document.getElementById("metric-singles").hidden = names.length === 0;
     document.getElementById("charts-empty").hidden = keys.length + names.length > 0;
+    showChartControls();
+  }
+
+  // Smoothing, the x axis and the chart hint mean nothing without a chart: an evaluation's metrics, all at the
+  // one step it evaluates, are values.
+  function showChartControls() {
+    document.querySelectorAll("#charts .js-only").forEach(function (el) { el.hidden = keys.length === 0; });
   }
 
   function toSingle(key, point) {
@@ -356,7 +364,7 @@
 
   // Before the first metric the phase line says what the trainer is doing (loading the model, the
   // SFT cold start) and how far it has got; once metrics arrive the steps beside "Last step" do.
-  const phaseLabels = { loading: "Loading the model…", sft: "Cold start (SFT)", rl: "Training (RL)" };
+  const phaseLabels = { loading: "Loading the model…", sft: "Cold start (SFT)", rl: "Training (RL)", eval: "Evaluating…" };
   let phase = JSON.parse(document.getElementById("run-phase-data").textContent);
 
   function count(n) {
@@ -390,9 +398,15 @@
     if (box.hidden) return;
     setText("phase-label", phaseLabels[phase.name] || phase.name);
     const bar = document.getElementById("phase-progress");
-    if (phase.name === "loading") {
+    if (phase.name === "loading" || (phase.name === "eval" && phase.done < phase.total)) {
+      // Indeterminate: loading has no steps to count, and an evaluation is one pass over its prompts (the
+      // detail says how many).
       setText("phase-text", "");
-      bar.removeAttribute("value"); // indeterminate: loading has no steps to count
+      bar.removeAttribute("value");
+    } else if (phase.name === "eval") {
+      setText("phase-text", "· done");
+      bar.max = phase.total;
+      bar.value = phase.done;
     } else {
       setText("phase-text", "· step " + count(phase.done) + " of " + count(phase.total) + (eta ? " · " + eta : ""));
       bar.max = phase.total;
@@ -660,7 +674,6 @@
 
   // The page's figures (render times, draws) and its event handler, for benchmarks and tests.
   timings.handleEvent = onEvent;
-  document.querySelectorAll("#charts .js-only").forEach(function (el) { el.hidden = false; });
   showPhase();
   buildLayout();
   showSingles();

@@ -103,9 +103,7 @@ def test_each_benchmark_reports_what_its_trajectories_show(greedy):
         assert values[f"bench/{source}/tool_call_ratio"] == pytest.approx(mean(t["tool_call_count"] > 0 for t in rows))
         assert values[f"bench/{source}/tool_calls/mean"] == pytest.approx(mean(t["tool_call_count"] for t in rows))
         assert values[f"bench/{source}/reward/mean"] == pytest.approx(mean(t["reward"] for t in rows))
-        assert values[f"bench/{source}/response_length/mean"] == pytest.approx(
-            mean(t["response_tokens"] for t in rows)
-        )
+        assert values[f"bench/{source}/response_length/mean"] == pytest.approx(mean(t["response_tokens"] for t in rows))
 
 
 def test_the_mean_weighs_each_benchmark_the_same(greedy):

@@ -247,6 +247,20 @@ def run_outputs(ctx: Context, overrides: dict) -> tuple:
     return names, reported, checkpoints
 
 
+def eval_passes(ctx: Context, overrides: dict) -> list[tuple]:
+    """The passes an evaluation asks of the rollout: (samples a prompt, greedy, temperature)."""
+    trainer = ctx.trainer(merge_overrides({"data": {"val_dataset": "arithmetic:easy"}}, overrides))
+    asked = []
+
+    def roll(self: Trainer, examples, *, group_size: int, seed: int, greedy: bool = False, temperature=None):
+        asked.append((group_size, greedy, temperature))
+        return canned_roll(self, examples, group_size=group_size, seed=seed)
+
+    trainer.roll = types.MethodType(roll, trainer)
+    trainer.evaluate(0)
+    return asked
+
+
 def reporter_made(ctx: Context, overrides: dict) -> dict:
     """The keyword arguments `python -m trainer run` gives the Reporter (stopped right there)."""
     made: dict[str, Any] = {}
@@ -383,6 +397,9 @@ CHECKS: dict[str, Check] = {
     "engine": differs(engine_built, "engine", "hf", "vllm"),
     "data.train_dataset": differs(train_rows, "data.train_dataset", "arithmetic", "gsm8k"),
     "data.val_dataset": differs(train_rows, "data.val_dataset", None, "arithmetic"),
+    "data.extra_val_datasets": differs(
+        train_rows, "data.extra_val_datasets", [], ["arithmetic:hard"], **ARITHMETIC_VAL
+    ),
     "data.prompt_template": differs(prompt_ids, "data.prompt_template", "plain", "torl"),
     "data.max_prompt_tokens": differs(prompt_ids, "data.max_prompt_tokens", 256, 8),
     # The plain prompts of about half the arithmetic rows fit in 34 tokens.
@@ -456,6 +473,9 @@ CHECKS: dict[str, Check] = {
     "schedule.eval_every": differs(run_outputs, "schedule.eval_every", 0, 1, **ARITHMETIC_VAL),
     "schedule.eval_pass_k": differs(
         run_outputs, "schedule.eval_pass_k", 1, 2, schedule={"eval_every": 1}, **ARITHMETIC_VAL
+    ),
+    "schedule.eval_temperature": differs(
+        eval_passes, "schedule.eval_temperature", None, 0.6, schedule={"eval_pass_k": 2}
     ),
     "schedule.eval_before_train": differs(run_outputs, "schedule.eval_before_train", False, True, **ARITHMETIC_VAL),
     "schedule.checkpoint_every": differs(run_outputs, "schedule.checkpoint_every", 0, 1),

@@ -205,7 +205,10 @@ def test_the_defaults_that_verl_has_otherwise() -> None:
 
 def test_the_evaluation_samples_at_eval_temperature() -> None:
     config = verl_config(
-        {"data": {"val_dataset": "torl-test"}, "schedule": {"eval_every": 5, "eval_pass_k": 16, "eval_temperature": 0.6}}
+        {
+            "data": {"val_dataset": "torl-test"},
+            "schedule": {"eval_every": 5, "eval_pass_k": 16, "eval_temperature": 0.6},
+        }
     )
     got = as_dict(verl_overrides(config, PATHS))
     assert got["actor_rollout_ref.rollout.val_kwargs.temperature"] == "0.6"

@@ -1,4 +1,5 @@
-"""verl's own tracking backend (verl/utils/tracking.py, `trainer.logger=['mlflow']`) against a live tirlab.
+"""verl's own tracking backend (verl/utils/tracking.py, `trainer.logger=['mlflow']`) against a live tirlab: its
+runs, and its validation metrics as the results table's columns.
 
 verl's package imports its GPU stack on import (`verl/__init__.py` needs tensordict and more), so its
 tracking module is loaded from the installed verl (requirements-dev-nodeps.txt, no dependencies) by its
@@ -12,9 +13,11 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from rest_framework.test import APIClient
 
 from tests.webapp.mlflow_helpers import api_token, mlflow_client_env
 from webapp.runs.models import Run, Trajectory
+from webapp.runs.results import results_table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest.importorskip("mlflow")
@@ -94,3 +97,34 @@ def test_verl_logs_its_config_metrics_and_validation_samples_into_tirlab(
     client.force_login(alice)
     page = client.get(f"/runs/{run.pk}/rollouts/?step=2").content.decode()
     assert "Question: 6*7?" in page and "\\boxed{18}" in page
+
+
+def test_verl_validation_metrics_logged_through_mlflow_are_the_results_tables_columns(
+    django_user_model, live_server, monkeypatch, settings, tmp_path
+):
+    settings.RUNS_DIR = tmp_path / "runs"
+    alice = django_user_model.objects.create_user(username="alice", password="pw-alice-123")
+    verl = verl_tracking()
+    with mlflow_client_env(monkeypatch, live_server.url, token=api_token(alice)):
+        tracking = verl.Tracking(
+            project_name="verl_grpo", experiment_name="torl-1.5b", default_backend=["mlflow"], config=CONFIG
+        )
+        assert "mlflow" in tracking.logger
+        # verl's validation (ray_trainer._validate): one mean@1 per data source, at the steps it validates.
+        tracking.log({"actor/pg_loss": -0.1, "val-core/aime24/acc/mean@1": 0.1, "val-core/math500/acc/mean@1": 0.55}, 0)
+        tracking.log({"actor/pg_loss": -0.2}, 1)
+        tracking.log({"val-core/aime24/acc/mean@1": 0.2667, "val-core/math500/acc/mean@1": 0.758}, 2)
+        tracking.finish()
+
+    run = Run.objects.get(source="mlflow")
+    assert "val-core/aime24/acc/mean_at_1" in run.metric_keys  # verl's MLflow logger writes '@' so
+    table = results_table(runs=[run], metric="accuracy")
+    assert table.columns == ["aime24", "math500"]
+    [row] = table.rows
+    assert row.step == 2 and row.cells == pytest.approx({"aime24": 0.2667, "math500": 0.758})
+
+    api = APIClient()
+    api.force_login(alice)
+    body = api.get("/api/v1/results/", {"runs": str(run.pk), "at": "step", "step": 0}).json()
+    assert body["columns"] == ["aime24", "math500"]
+    assert body["rows"][0]["cells"] == pytest.approx({"aime24": 0.1, "math500": 0.55})

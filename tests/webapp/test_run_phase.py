@@ -42,7 +42,7 @@ def test_the_latest_phase_wins_and_a_batch_without_one_keeps_it(run_and_token):
 @pytest.mark.parametrize(
     "phase, field, message",
     [
-        ({**SFT, "name": "warmup"}, "phase.name", "'loading', 'sft' or 'rl'"),
+        ({**SFT, "name": "warmup"}, "phase.name", "'loading', 'sft', 'rl' or 'eval'"),
         ({**SFT, "done": 1501}, "phase", "done (1501) is more than total (1500)"),
         ({**SFT, "total": 0}, "phase.total", "greater than or equal to 1"),
         ({**SFT, "done": -1}, "phase.done", "greater than or equal to 0"),
@@ -74,7 +74,7 @@ def test_the_openapi_schema_documents_the_phase_in_and_out():
     components = schema["components"]["schemas"]
     assert set(components["PhaseIn"]["properties"]) == {"name", "done", "total", "eta_s", "detail"}
     name = components["PhaseIn"]["properties"]["name"]["allOf"][0]["$ref"].rsplit("/", 1)[1]
-    assert components[name]["enum"] == ["loading", "sft", "rl"]
+    assert components[name]["enum"] == ["loading", "sft", "rl", "eval"]
     assert "phase" in components["IngestBatchRequest"]["properties"]
     assert set(components["RunPhase"]["properties"]) == {"name", "done", "total", "eta_s", "detail", "at"}
     assert "phase" in components["Run"]["properties"]

@@ -87,4 +87,3 @@ def load_model_weights(path: Path, model: PreTrainedModel) -> None:
     missing = [key for key in loaded.missing_keys if model.get_parameter(key).data_ptr() not in stored]
     if missing or loaded.unexpected_keys:
         raise ValueError(f"{path} does not fit this model: missing {missing}, unexpected {loaded.unexpected_keys}")
-

@@ -161,9 +161,7 @@ class Evaluation:
     groups: list[Group]
 
 
-def evaluate_step(
-    config: RunConfig, val_data: Sequence[Example], step: int, *, roll: Roll, score: Score
-) -> Evaluation:
+def evaluate_step(config: RunConfig, val_data: Sequence[Example], step: int, *, roll: Roll, score: Score) -> Evaluation:
     """Greedy accuracy, and with schedule.eval_pass_k = k > 1 a pass of k samples per prompt at
     schedule.eval_temperature (avg@k, pass@k), on the validation data: over all of it under ``val/``, and
     per benchmark (the rows of each data source) under ``bench/<source>/`` with their mean

@@ -22,8 +22,8 @@ from trainer.engines.hf import HFEngine
 from trainer.loop import setup
 from trainer.loop.checkpoint import load_model_weights
 from trainer.loop.collect import Evaluation, Group, evaluate_step, score_groups
-from trainer.loop.train import Reporter
 from trainer.loop.sampling import as_groups, pass_settings, prompt_ids, rollout_inputs
+from trainer.loop.train import Reporter
 from trainer.models import load_policy
 from trainer.protocols import get_protocol
 from trainer.protocols.prompts import build_prompt

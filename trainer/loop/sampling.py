@@ -26,7 +26,9 @@ def prompt_ids(example: Example, *, config: RunConfig, template: str | None, tok
     return ids[-config.data.max_prompt_tokens :]
 
 
-def pass_settings(settings: RolloutSettings, *, greedy: bool = False, temperature: float | None = None) -> RolloutSettings:
+def pass_settings(
+    settings: RolloutSettings, *, greedy: bool = False, temperature: float | None = None
+) -> RolloutSettings:
     """A pass's sampling: greedy, or at `temperature` (None: the run's own)."""
     if greedy:
         return dataclasses.replace(settings, temperature=0.0)

@@ -13,9 +13,10 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from trainer.config import ConfigError, merge_overrides
+from trainer.config import DATASET_REF_PREFIX, ConfigError, merge_overrides
+from webapp.datasets.models import Dataset
 from webapp.runs.models import Checkpoint, Run
-from webapp.runs.services import run_create
+from webapp.runs.services import NAME_MAX, run_create
 
 MAX_SAMPLES = 1024
 
@@ -25,6 +26,30 @@ def run_evaluation_datasets(run: Run) -> list[str]:
     data = run.config.get("data", {}) if isinstance(run.config, dict) else {}
     first = data.get("val_dataset")
     return [first, *data.get("extra_val_datasets", [])] if first else []
+
+
+def run_evaluation_fields(run: Run) -> list[tuple[str, str]]:
+    """(config field, snapshot value) of each dataset a run evaluates on: data.val_dataset, then
+    data.extra_val_datasets.0, …"""
+    own = run_evaluation_datasets(run)
+    fields = ["data.val_dataset", *(f"data.extra_val_datasets.{n}" for n in range(len(own) - 1))]
+    return list(zip(fields, own, strict=False))
+
+
+def _stored_ref(run: Run, field: str, value: Any, user: AbstractBaseUser) -> Any:
+    """A stored dataset's reference for the snapshot's file at `field`, where the run recorded it (its sources)
+    and the same file is still there for `user`: the evaluation then records where its data came from, as its
+    parent did. Otherwise the file as it is."""
+    source = run.sources.get(field) if isinstance(run.sources, dict) else None
+    if not source or not value:
+        return value
+    stored = Dataset.objects.visible_to(user).filter(pk=source.get("id"), checksum=source.get("checksum"))
+    return f"{DATASET_REF_PREFIX}{source['id']}" if stored.exists() else value
+
+
+def _name(run: Run, what: str) -> str:
+    suffix = f" · {what}"
+    return run.name[: NAME_MAX - len(suffix)] + suffix
 
 
 def _evaluation_errors(
@@ -75,18 +100,31 @@ def run_evaluate(
     starts from) on `datasets` (default: the run's own validation datasets), greedily (`samples` 1) or with
     `samples` samples a prompt at `temperature` (None: the run's rollout temperature). Refused by field
     (ConfigError: step, datasets, samples, temperature, and the config's own fields under config.)."""
-    datasets = run_evaluation_datasets(run) if datasets is None else [ref.strip() for ref in datasets]
+    if datasets is None:
+        datasets = [_stored_ref(run, field, ref, user) for field, ref in run_evaluation_fields(run)]
+    # Each dataset once, in the order given: a dataset named twice would be evaluated (and weigh) twice.
+    datasets = list(dict.fromkeys(ref.strip() if isinstance(ref, str) else ref for ref in datasets))
     errors, checkpoint = _evaluation_errors(run, step=step, datasets=datasets, samples=samples, temperature=temperature)
     if errors:
         raise ConfigError(errors)
+    data = run.config.get("data", {})
     overrides: dict[str, Any] = {
-        "data": {"val_dataset": datasets[0], "extra_val_datasets": datasets[1:]},
+        "data": {
+            "train_dataset": _stored_ref(run, "data.train_dataset", data.get("train_dataset"), user),
+            "val_dataset": datasets[0],
+            "extra_val_datasets": datasets[1:],
+        },
         "schedule": {"eval_pass_k": samples, "eval_temperature": temperature},
     }
+    if run.config.get("sft", {}).get("dataset"):
+        overrides["sft"] = {"dataset": _stored_ref(run, "sft.dataset", run.config["sft"]["dataset"], user)}
+    if run.config.get("tools", {}).get("search_corpus"):
+        corpus = _stored_ref(run, "tools.search_corpus", run.config["tools"]["search_corpus"], user)
+        overrides["tools"] = {"search_corpus": corpus}
     what = "base model" if checkpoint is None else f"step {checkpoint.step}"
     evaluation, _ = run_create(
         user=user,
-        name=f"{run.name} · {what}"[: Run._meta.get_field("name").max_length],
+        name=_name(run, what),
         config=merge_overrides(run.config, overrides),
         experiment=run.experiment,
         description=f"Evaluation of run #{run.pk} ({what}).",

@@ -130,11 +130,13 @@ def run_trajectories(
     has_tool_error: bool | None = None,
     used_tool: bool | None = None,
     truncated: bool | None = None,
+    data_source: str | None = None,
     q: str | None = None,
     regex: bool = False,
 ) -> QuerySet[Trajectory]:
-    """A run's trajectories, filtered; `q` is a case-insensitive substring, or with `regex` a
-    PostgreSQL regular expression (~*). Raises InvalidSearch for a search that cannot run."""
+    """A run's trajectories, filtered; `data_source` is a benchmark's name as its rows give it (one no trajectory
+    has matches none); `q` is a case-insensitive substring, or with `regex` a PostgreSQL regular expression (~*).
+    Raises InvalidSearch for a search that cannot run."""
     if q:
         check_search(q, regex=regex)
     queryset = Trajectory.objects.filter(run=run)
@@ -148,6 +150,8 @@ def run_trajectories(
         queryset = queryset.filter(tool_call_count__gt=0) if used_tool else queryset.filter(tool_call_count=0)
     if truncated is not None:
         queryset = queryset.filter(truncated=truncated)
+    if data_source:
+        queryset = queryset.filter(data_source=data_source)
     if q:
         queryset = queryset.filter(search_text__iregex=q) if regex else queryset.filter(search_text__icontains=q)
     return queryset.defer("search_text")

@@ -86,7 +86,7 @@ def _default_names(user) -> dict[str, str]:
     return names
 
 
-def _dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+def dataset_choices(user) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     """What the dataset fields offer: (problems for data.train_dataset and data.val_dataset, SFT traces
     for sft.dataset, retrieval corpora for tools.search_corpus). The arithmetic generator's levels, stored
     built-ins by name, the user's uploads as dataset:<id>, the trace sets tirlab generates by name, each with
@@ -227,7 +227,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         values = preset_config(preset).model_dump(mode="json") if meta["preset"] else default_config()
         sections = config_sections(schema, values)
         status = 200
-    problems, traces, corpora = _dataset_choices(request.user)
+    problems, traces, corpora = dataset_choices(request.user)
     config_field_errors = {path.removeprefix("config."): m for path, m in errors.items() if path.startswith("config.")}
     unplaced = attach_errors(sections, config_field_errors)
     form_errors = {key: m for key, m in errors.items() if not key.startswith("config.")}

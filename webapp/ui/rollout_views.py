@@ -38,8 +38,10 @@ SEARCH_TIMEOUT = "5s"
 SNIPPET_CHARS = 90
 PREVIEW_CHARS = 160
 
-# Query parameters that filter trajectories and so travel with every navigation link.
-FILTER_PARAMS = ("correct", "used_tool", "has_tool_error", "truncated")
+# Query parameters that filter trajectories and so travel with every navigation link: those with a value, then
+# the boxes ticked.
+VALUE_FILTERS = ("correct", "data_source")
+BOX_FILTERS = ("used_tool", "has_tool_error", "truncated")
 
 
 class RolloutQuery(forms.Form):
@@ -60,6 +62,8 @@ class RolloutQuery(forms.Form):
     used_tool = forms.BooleanField(required=False, label="used a tool")
     has_tool_error = forms.BooleanField(required=False, label="tool error")
     truncated = forms.BooleanField(required=False, label="truncated")
+    # A benchmark's name, as the rows give it; one that no trajectory has shows none, as any filter that matches none.
+    data_source = forms.CharField(required=False, label="Benchmark")
     q = forms.CharField(required=False, max_length=SEARCH_MAX_CHARS, strip=False, label="Search all steps")
     regex = forms.BooleanField(required=False, label="regex")
 
@@ -70,12 +74,13 @@ class RolloutQuery(forms.Form):
             "used_tool": True if data["used_tool"] else None,
             "has_tool_error": True if data["has_tool_error"] else None,
             "truncated": True if data["truncated"] else None,
+            "data_source": data["data_source"] or None,
         }
 
     def filter_params(self) -> dict[str, str]:
         data = self.cleaned_data
-        params = {"correct": data["correct"]} if data["correct"] else {}
-        params.update({name: "1" for name in FILTER_PARAMS[1:] if data[name]})
+        params = {name: data[name] for name in VALUE_FILTERS if data[name]}
+        params.update({name: "1" for name in BOX_FILTERS if data[name]})
         return params
 
 
@@ -181,6 +186,7 @@ def _step_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
                 "prompt": trajectory.prompt,
                 "chat": isinstance(trajectory.prompt, list),
                 "preview": _prompt_preview(trajectory.prompt),
+                "data_source": trajectory.data_source,
                 "stats": stats[trajectory.prompt_index],
                 "trajectories": [],
             },
@@ -280,7 +286,15 @@ def _search_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
     queryset: QuerySet[Trajectory] = run_trajectories(run=run, q=q, regex=regex, **query.selector_filters())
     offset = (page - 1) * SEARCH_PAGE_SIZE
     rows = queryset.only(
-        "step", "prompt_index", "sample_index", "correct", "reward", "tool_call_count", "truncated", "search_text"
+        "step",
+        "prompt_index",
+        "sample_index",
+        "correct",
+        "reward",
+        "tool_call_count",
+        "truncated",
+        "data_source",
+        "search_text",
     )[offset : offset + SEARCH_PAGE_SIZE + 1]
     # A pattern can be slow on a big run: bound the scan rather than hold a worker.
     with transaction.atomic(), connection.cursor() as cursor:
@@ -301,6 +315,16 @@ def _search_context(run: Run, query: RolloutQuery) -> dict[str, Any]:
         "search_offset": offset,
         "search_end": offset + len(results[:SEARCH_PAGE_SIZE]),
     }
+
+
+def _benchmarks(run: Run, step: int | None, chosen: str) -> list[str]:
+    """The benchmarks the filter offers: those of the step shown (a read of one step's rows, where the whole run's
+    would be a pass over all of them), and the one chosen."""
+    names = {chosen} if chosen else set()
+    if step is not None:
+        rows = Trajectory.objects.filter(run=run, step=step).exclude(data_source="")
+        names.update(rows.values_list("data_source", flat=True).distinct())
+    return sorted(names)
 
 
 def _run_url(run: Run) -> str:
@@ -335,6 +359,9 @@ def rollouts(request: HttpRequest, run_id: int) -> HttpResponse:
             status = 400
     elif bounds["last"] is not None:
         context.update(_step_context(run, query))
+    chosen = query.cleaned_data.get("data_source", "")
+    context["benchmarks"] = _benchmarks(run, context.get("step", bounds["last"]), chosen)
+    context["benchmark"] = chosen
     return render(request, "ui/rollouts.html", context, status=status)
 
 

@@ -1,4 +1,4 @@
-"""The run page: status, timings, error, config (with fork), cancel/resume, live charts and logs."""
+"""The run page: status, timings, error, config (with fork), cancel/resume, evaluate, live charts and logs."""
 
 import json
 from typing import Any
@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from trainer.config import ConfigError
 from trainer.contract import SFT_METRIC_PREFIX
 from trainer.protocols import headline_metrics
+from webapp.runs.evaluations import run_evaluate
 from webapp.runs.events import run_timings
 from webapp.runs.lifecycle import run_dir
 from webapp.runs.metric_store import run_first_step_time, run_metric_singles
@@ -24,6 +25,7 @@ from webapp.runs.transitions import IllegalTransition
 from webapp.runs.verl_runs import is_verl_run, run_launch_script, verl_view
 from webapp.ui.config_table import config_rows
 from webapp.ui.external_runs import config_protocol, external_headline, is_external, params_tree
+from webapp.ui.run_evaluations import EvaluateForm, evaluate_section, evaluated, evaluation_facts
 
 LOG_LINES_SHOWN = 200
 # Buckets per series on the charts: a chart is about 400 px wide, so still finer than a pixel.
@@ -55,7 +57,14 @@ def _headline(run: Run) -> list[str]:
     return list(headline_metrics(config_protocol(run)))
 
 
-def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = None, status: int = 200) -> HttpResponse:
+def _render(
+    request: HttpRequest,
+    run: Run,
+    *,
+    fork: dict[str, Any] | None = None,
+    evaluate: EvaluateForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     lines = list(run.log_lines.order_by("-time", "-id")[:LOG_LINES_SHOWN])[::-1]
     queue_position = queue_positions().get(run.pk) if run.status == RunStatus.QUEUED and run.managed else None
     page = {
@@ -105,6 +114,10 @@ def _render(request: HttpRequest, run: Run, *, fork: dict[str, Any] | None = Non
         # A verl run: verl's command with every override, the launch script, and whether verl has gone quiet.
         "verl": verl_view(run, out_dir=str(run_dir(run))) if is_verl_run(run) else None,
         "fork": fork or {"name": f"{run.name} (fork)", "overrides": "{\n  \n}", "errors": []},
+        # A checkpoint of the run (or the model it starts from) to evaluate, and its evaluations; on an
+        # evaluation's own page, what it evaluates.
+        "evaluate": evaluate_section(run, request.user, evaluate),
+        "evaluation": evaluation_facts(run),
         "page": page,
     }
     # The server's clock as it answers, which the page counts Duration by.
@@ -204,3 +217,22 @@ def run_fork_view(request: HttpRequest, run_id: int) -> HttpResponse:
         return _render(request, run, fork=form, status=400)
     messages.success(request, f"Run #{new_run.pk} forked from #{run.pk}.")
     return redirect(reverse("run-detail", kwargs={"run_id": new_run.pk}))
+
+
+@login_required
+@require_POST
+def run_evaluate_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue an evaluation of the run (webapp.runs.evaluations.run_evaluate) and open its page; a refusal is shown
+    at its fields on the run page, with nothing created."""
+    run = visible_run(request, run_id)
+    form = EvaluateForm.from_post(request.POST)
+    arguments = form.arguments()
+    if arguments is not None:
+        try:
+            evaluation = run_evaluate(run=run, user=request.user, **arguments)
+        except ConfigError as exc:
+            form.errors.update(exc.errors)
+        else:
+            messages.success(request, f"Run #{evaluation.pk} evaluates #{run.pk} ({evaluated(evaluation)}).")
+            return redirect("run-detail", run_id=evaluation.pk)
+    return _render(request, run, evaluate=form, status=400)

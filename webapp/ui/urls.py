@@ -40,6 +40,12 @@ urlpatterns += [
     path("runs/<int:run_id>/cancel", run_views.run_cancel_view, name="run-cancel"),
     path("runs/<int:run_id>/resume", run_views.run_resume_view, name="run-resume"),
     path("runs/<int:run_id>/fork", run_views.run_fork_view, name="run-fork"),
+    path("runs/<int:run_id>/evaluate", run_views.run_evaluate_view, name="run-evaluate"),
     path("runs/<int:run_id>/verl-launch.sh", run_views.run_verl_script, name="run-verl-script"),
     path("compare/", compare_views.compare, name="compare"),
 ]
+
+# The results page (webapp/ui/results_views.py).
+from webapp.ui import results_views  # noqa: E402
+
+urlpatterns += [path("results/", results_views.results, name="results")]

@@ -281,6 +281,15 @@ class CheckpointSerializer(serializers.ModelSerializer):
 
 
 class TrajectorySerializer(serializers.ModelSerializer):
+    # Any JSON value, null included. Declared: the nullable model fields' schema would be oneOf {} and null, which
+    # refuses null (both branches accept it).
+    ground_truth = serializers.JSONField(
+        read_only=True, help_text="What a right answer must match, as the row gave it."
+    )
+    outcome = serializers.JSONField(
+        read_only=True, help_text="An environment's result of the trajectory (swe, search), or null."
+    )
+
     class Meta:
         model = Trajectory
         exclude = ["run", "search_text"]

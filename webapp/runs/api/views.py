@@ -18,10 +18,10 @@ from webapp.core.pagination import StepCursorPagination, TimeCursorPagination
 from webapp.core.schema import ErrorSerializer
 from webapp.runs.api.filters import ExperimentFilter
 from webapp.runs.api.serializers import (
+    CheckpointSerializer,
     ExperimentSerializer,
     MetricsResponseSerializer,
     RunCreatedSerializer,
-    CheckpointSerializer,
     RunCreateSerializer,
     RunEvaluateSerializer,
     RunForkSerializer,
@@ -248,6 +248,12 @@ class RunViewSet(viewsets.ModelViewSet):
             OpenApiParameter("has_tool_error", bool),
             OpenApiParameter("used_tool", bool),
             OpenApiParameter("truncated", bool),
+            OpenApiParameter(
+                "data_source",
+                str,
+                description="Only the trajectories of this benchmark: their row's data source, e.g. aime24 (an "
+                "evaluation run reports one per row). A value no trajectory has gives an empty list.",
+            ),
             OpenApiParameter("q", str, description="Case-insensitive text search in prompt, turns and answer."),
             OpenApiParameter("regex", bool, description="Read q as a PostgreSQL regular expression (~*)."),
         ],
@@ -264,6 +270,7 @@ class RunViewSet(viewsets.ModelViewSet):
                 has_tool_error=_bool_param(request, "has_tool_error"),
                 used_tool=_bool_param(request, "used_tool"),
                 truncated=_bool_param(request, "truncated"),
+                data_source=request.query_params.get("data_source") or None,
                 q=request.query_params.get("q") or None,
                 regex=bool(_bool_param(request, "regex")),
             )

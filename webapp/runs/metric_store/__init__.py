@@ -18,6 +18,7 @@ from webapp.runs.metric_store.points import (
     run_metric_latest,
     run_metric_rows,
     run_metric_singles,
+    runs_metric_steps,
 )
 from webapp.runs.metric_store.writes import (
     SEAL_EVERY,
@@ -42,6 +43,7 @@ __all__ = [
     "run_metric_series",
     "run_metric_series_scan",
     "run_metric_singles",
+    "runs_metric_steps",
     "update_summary",
     "write_metric_steps",
 ]

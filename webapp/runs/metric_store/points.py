@@ -1,5 +1,6 @@
 """A run's metric points one by one, as stored: a key's history, each key's latest value, the keys
-logged once, whole rows for export, and where a run's steps begin."""
+logged once, whole rows for export, the steps of many runs that logged some keys (the results table),
+and where a run's steps begin."""
 
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -8,6 +9,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Min
+from django.db.models.fields.json import KeyTransform
 
 from webapp.runs.metric_store.layout import WIDTHS
 from webapp.runs.models import MetricStep, Run, RunStatus
@@ -90,6 +92,29 @@ def run_metric_rows(*, run: Run, keys: list[str]) -> Iterator[tuple[int, str, li
     queryset = MetricStep.objects.filter(run=run).order_by("step").values_list("step", "time", "values")
     for step, time, values in queryset.iterator(chunk_size=5000):
         yield step, time.isoformat(), [values.get(key) for key in keys]
+
+
+def runs_metric_steps(*, runs: list[Run], keys: list[str]) -> dict[int, list[tuple[int, dict[str, float]]]]:
+    """Run id -> the run's steps that logged any of `keys`, in step order, each with its numbers of those keys
+    (a NaN, stored as null, left out): one query for all the runs, reading only those keys of each row."""
+    if not runs or not keys:
+        return {}
+    names = {f"k{index}": key for index, key in enumerate(keys)}
+    rows = (
+        MetricStep.objects.filter(run_id__in=[run.pk for run in runs], values__has_any_keys=keys)
+        .annotate(**{name: KeyTransform(key, "values") for name, key in names.items()})
+        .order_by("run_id", "step")
+        .values_list("run_id", "step", *names)
+    )
+    steps: dict[int, list[tuple[int, dict[str, float]]]] = {}
+    for run_id, step, *values in rows:
+        numbers = {
+            key: float(value)
+            for key, value in zip(names.values(), values, strict=True)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        }
+        steps.setdefault(run_id, []).append((step, numbers))
+    return steps
 
 
 def run_first_steps(runs: list[Run]) -> dict[int, int]:
