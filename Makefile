@@ -105,10 +105,11 @@ bench: dev-deps
 		'set -e; for f in $(BENCH); do echo "== $$f"; $(PY) "$$f" $(BENCH_ARGS); done'
 
 # Every browser test saves its page into TIRLAB_SCREENSHOT_DIR; the run page of a really launched
-# quickstart run (Ray job, websocket) comes from the lifecycle test that launches one from the form.
+# quickstart run (Ray job, websocket) comes from the lifecycle test that launches one from the form, and the
+# results page from the one that evaluates the first run's base model and checkpoints.
 screenshot: dev-deps browser-deps
 	TIRLAB_VAR_DIR=$(TEST_VAR_DIR) TIRLAB_SCREENSHOT_DIR=$(CURDIR)/docs $(DEVSTACK) services -- \
-		$(PY) -m pytest tests/browser tests/e2e/test_run_lifecycle.py -k "not lifecycle or launch_from_the_form" -q
+		$(PY) -m pytest tests/browser tests/e2e/test_run_lifecycle.py -k "not lifecycle or launch_from_the_form or goes_from_queued or evaluated_make_three" -q
 
 clean-venv:
 	rm -rf $(VENV)

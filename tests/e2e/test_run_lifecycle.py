@@ -92,6 +92,96 @@ def test_a_resumed_run_continues_the_series_from_its_checkpoint(stack: Stack) ->
     assert stack.steps(parent["id"]) + stack.steps(child["id"]) == list(range(STEPS + 2))
 
 
+def mixed_test_file(path: Path) -> bytes:
+    """A verl parquet of arithmetic problems in three data sources, as ToRL's test parquet mixes its benchmarks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trainer.data.arithmetic import arithmetic_examples
+
+    rows = [
+        {"data_source": source, "prompt": example.prompt, "ability": "math",
+         "reward_model": {"style": "rule", "ground_truth": example.ground_truth}}
+        for source, difficulty in (("sums", "easy"), ("products", "hard"), ("chains", "chain"))
+        for example in arithmetic_examples(20, seed=5, difficulty=difficulty, split="test")
+    ]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path.read_bytes()
+
+
+def test_the_base_model_and_two_checkpoints_evaluated_make_three_rows_of_the_results_table(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The table a paper reports, from a run: its base model and two of its checkpoints evaluated on a file of three
+    benchmarks, each as an evaluation run on Ray at its step, then the results page in Chromium, both themes."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser._helpers import assert_readable_in_both_themes, screenshot, toggle_theme
+
+    trained = next(
+        r for r in stack.api("GET", "/api/v1/runs/").json()["results"]
+        if r["name"] == "lifecycle" and r["status"] == "succeeded"
+    )  # fmt: skip
+    checkpoints = stack.api("GET", f"/api/v1/runs/{trained['id']}/checkpoints/").json()
+    assert [c["step"] for c in checkpoints] == list(range(1, STEPS + 1))
+    upload = stack.api(
+        "POST",
+        "/api/v1/datasets/",
+        files={"file": ("three.parquet", mixed_test_file(tmp_path / "three.parquet"))},
+        data={"name": "three benchmarks"},
+    )
+    assert upload.status_code == 201, upload.text
+    assert upload.json()["data_sources"] == {"sums": 20, "products": 20, "chains": 20}
+    dataset = f"dataset:{upload.json()['id']}"
+    evaluations = []
+    for step in (None, 1, STEPS):
+        response = stack.api(
+            "POST", f"/api/v1/runs/{trained['id']}/evaluate/", json={"step": step, "datasets": [dataset]}
+        )
+        assert response.status_code == 201, response.text
+        evaluations.append(response.json()["id"])
+    for run_id, step in zip(evaluations, (0, 1, STEPS), strict=True):
+        done = stack.wait_status(run_id, {"succeeded", "failed", "lost"}, RUN_TIMEOUT_S)
+        assert done["status"] == "succeeded", done["error"]
+        assert stack.steps(run_id) == [step]
+        assert {f"bench/{s}/accuracy" for s in ("sums", "products", "chains")} <= set(done["metric_keys"])
+        trajectories = stack.api("GET", f"/api/v1/runs/{run_id}/trajectories/", params={"data_source": "chains"})
+        assert {t["data_source"] for t in trajectories.json()["results"]} == {"chains"}
+    ids = ",".join(map(str, evaluations))
+    table = stack.api("GET", "/api/v1/results/", params={"runs": ids}).json()
+    assert [row["step"] for row in table["rows"]] == [0, 1, STEPS]
+    assert sorted(table["columns"]) == ["chains", "products", "sums"]
+    markdown = stack.api("GET", "/api/v1/results/", params={"runs": ids, "format": "markdown"}).text
+    assert [line.split(" | ")[0] for line in markdown.splitlines()[2:]] == [
+        "| lifecycle · base model", "| lifecycle · step 1", f"| lifecycle · step {STEPS}"
+    ]  # fmt: skip
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(30_000)
+        page.goto(stack.url(f"/accounts/login/?next=/results/%3Fruns%3D{ids}"))
+        page.fill("input[name=username]", "e2e")
+        page.fill("input[name=password]", stack.password)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#results-table")
+        page.wait_for_load_state("load")
+        names = page.eval_on_selector_all("#results-table tbody tr th", "cells => cells.map(c => c.innerText.trim())")
+        assert names == ["lifecycle · base model", "lifecycle · step 1", f"lifecycle · step {STEPS}"]
+        assert_readable_in_both_themes(page, "#results-table caption", "#results-table tbody tr:nth-child(3) td:nth-child(3)")
+        screenshot(page, "results.png")
+        toggle_theme(page)
+        screenshot(page, "results_dark.png")
+        browser.close()
+
+
 def test_with_capacity_one_the_second_run_waits_its_turn(stack: Stack) -> None:
     first = stack.create_run("first", FAST)
     second = stack.create_run("second", FAST)

@@ -99,6 +99,13 @@ def test_nothing_is_marked_where_neither_way_is_better_or_with_one_row(owner, to
     assert results_table(runs=[torl], metric="accuracy").best == {}
 
 
+def test_a_column_where_every_row_ties_marks_nothing(owner):
+    # An evaluation of a base model and of a checkpoint that both fail every chain (seen on the tiny model).
+    base = run_with_steps(owner, "base", {0: evaluation({"sums": 1.0, "chains": 0.0})})
+    step = run_with_steps(owner, "step 3", {3: evaluation({"sums": 0.95, "chains": 0.0})})
+    assert results_table(runs=[base, step], metric="accuracy").best == pytest.approx({"sums": 1.0, "mean": 0.5})
+
+
 def test_verl_validation_keys_and_tirlab_benchmark_keys_fill_the_same_columns(owner, torl):
     verl = run_with_steps(
         owner, "verl GRPO", {40: {"val-core/aime24/acc/mean@1": 0.3, "val-core/math500/acc/mean_at_1": 0.7}}

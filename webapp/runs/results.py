@@ -10,7 +10,7 @@ at "best" the step best on `best_on` (a benchmark, or "mean": the mean over the 
 steps holding all of them) by `better(metric)`, higher where neither way is, the earliest on a tie. A run with
 no such step is left out of the table, saying why. The mean column is the mean of a row's cells only when the
 row has every column: a mean over fewer benchmarks would not compare with the others'. A column's best value
-is marked where one way is better and at least two rows have a value there.
+is marked where one way is better and at least two rows have a value there, not all the same.
 """
 
 from dataclasses import dataclass, field, replace
@@ -223,7 +223,8 @@ def _best(rows: list[ResultsRow], columns: list[str], way: str | None) -> dict[s
     for column in [*columns, MEAN]:
         values = [row.mean if column == MEAN else row.cells.get(column) for row in rows]
         present = [value for value in values if value is not None]
-        if len(present) >= 2:
+        # A column where every row ties has no best row: marking them all says nothing.
+        if len(present) >= 2 and len(set(present)) > 1:
             best[column] = pick(present)
     return best
 
