@@ -175,7 +175,9 @@ def test_the_base_model_and_two_checkpoints_evaluated_make_three_rows_of_the_res
         page.wait_for_load_state("load")
         names = page.eval_on_selector_all("#results-table tbody tr th", "cells => cells.map(c => c.innerText.trim())")
         assert names == ["lifecycle · base model", "lifecycle · step 1", f"lifecycle · step {STEPS}"]
-        assert_readable_in_both_themes(page, "#results-table caption", "#results-table tbody tr:nth-child(3) td:nth-child(3)")
+        assert_readable_in_both_themes(
+            page, "#results-table caption", "#results-table tbody tr:nth-child(3) td:nth-child(3)"
+        )
         screenshot(page, "results.png")
         toggle_theme(page)
         screenshot(page, "results_dark.png")
