@@ -104,24 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--config", type=Path, metavar="FILE", help="run config as JSON (trainer.config.RunConfig)")
     source.add_argument("--preset", metavar="NAME", help="a preset from trainer.presets, e.g. quickstart")
     run.add_argument("--max-steps", type=int, metavar="N", help="stop after step N (default: the config's)")
-    run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: var/runs/<time>)")
-    run.add_argument("--report-url", metavar="URL", help="the dashboard's ingest URL for this run")
-    run.add_argument(
-        "--run-token",
-        metavar="TOKEN",
-        default=os.environ.get("TIRLAB_RUN_TOKEN") or None,
-        help="the run's ingest token (default: $TIRLAB_RUN_TOKEN, which keeps it out of process listings)",
-    )
     run.add_argument("--resume", type=Path, metavar="CHECKPOINT", help="continue from a checkpoint folder")
-    run.add_argument(
-        "--model-cache",
-        type=Path,
-        default=Path(
-            os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models"
-        ),
-        metavar="DIR",
-        help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
-    )
+    _add_output_options(run)
     run.set_defaults(handler=partial(_run, run))
 
     evaluate = commands.add_parser(
@@ -147,23 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the step the results are reported at (default: N of a checkpoint folder named step-N; 0 without one)",
     )
-    evaluate.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: var/runs/<time>)")
-    evaluate.add_argument("--report-url", metavar="URL", help="the dashboard's ingest URL for this evaluation run")
-    evaluate.add_argument(
-        "--run-token",
-        metavar="TOKEN",
-        default=os.environ.get("TIRLAB_RUN_TOKEN") or None,
-        help="the run's ingest token (default: $TIRLAB_RUN_TOKEN)",
-    )
-    evaluate.add_argument(
-        "--model-cache",
-        type=Path,
-        default=Path(
-            os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models"
-        ),
-        metavar="DIR",
-        help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
-    )
+    _add_output_options(evaluate)
     evaluate.set_defaults(handler=partial(_evaluate, evaluate))
 
     cold_start = commands.add_parser(
@@ -225,6 +193,28 @@ def build_parser() -> argparse.ArgumentParser:
     prompts.add_argument("--json", action="store_true", help="one JSON object per row, for exact comparison")
     prompts.set_defaults(handler=partial(_prompts, prompts))
     return parser
+
+
+def _add_output_options(command: argparse.ArgumentParser) -> None:
+    """Where a run's results go (--out, and the dashboard's --report-url and --run-token) and where models are
+    cached: `run`'s and `evaluate`'s."""
+    command.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: var/runs/<time>)")
+    command.add_argument("--report-url", metavar="URL", help="the dashboard's ingest URL for this run")
+    command.add_argument(
+        "--run-token",
+        metavar="TOKEN",
+        default=os.environ.get("TIRLAB_RUN_TOKEN") or None,
+        help="the run's ingest token (default: $TIRLAB_RUN_TOKEN, which keeps it out of process listings)",
+    )
+    command.add_argument(
+        "--model-cache",
+        type=Path,
+        default=Path(
+            os.environ.get("TIRLAB_MODEL_CACHE") or Path(os.environ.get("TIRLAB_VAR_DIR") or "var") / "models"
+        ),
+        metavar="DIR",
+        help="where built models are cached (default: $TIRLAB_MODEL_CACHE, else $TIRLAB_VAR_DIR/models)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

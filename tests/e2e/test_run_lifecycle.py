@@ -6,12 +6,16 @@ The stack starts once the quickstart's cold start is in the suite's model cache 
 `tiny_model_cache` fixture). The measured latencies are printed (`-s`).
 """
 
+import contextlib
 import os
 import re
+import shutil
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -44,6 +48,34 @@ def stack(tiny_model_cache: Path) -> Iterator[Stack]:
 
 def status_events(events: list[dict]) -> list[str]:
     return [e["data"]["status"] for e in events if e["event"] == "status"]
+
+
+@contextlib.contextmanager
+def chromium_page() -> Iterator[Any]:
+    """A page of Debian's Chromium (the test is skipped without it), closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(30_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def log_in(stack: Stack, page: Any, path: str) -> None:
+    """Log in as the stack's user through the login form, which then opens `path`."""
+    page.goto(stack.url(f"/accounts/login/?next={quote(path)}"))
+    page.fill("input[name=username]", "e2e")
+    page.fill("input[name=password]", stack.password)
+    page.click("button[type=submit]")
 
 
 def test_a_run_goes_from_queued_to_succeeded_with_its_data_stored_and_pushed_live(stack: Stack) -> None:
@@ -114,10 +146,6 @@ def test_the_base_model_and_two_checkpoints_evaluated_make_three_rows_of_the_res
 ) -> None:
     """The table a paper reports, from a run: its base model and two of its checkpoints evaluated on a file of three
     benchmarks, each as an evaluation run on Ray at its step, then the results page in Chromium, both themes."""
-    import shutil
-
-    from playwright.sync_api import sync_playwright
-
     from tests.browser._helpers import assert_readable_in_both_themes, screenshot, toggle_theme
 
     trained = next(
@@ -158,19 +186,8 @@ def test_the_base_model_and_two_checkpoints_evaluated_make_three_rows_of_the_res
         "| lifecycle · base model", "| lifecycle · step 1", f"| lifecycle · step {STEPS}"
     ]  # fmt: skip
 
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(chromium):
-        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(30_000)
-        page.goto(stack.url(f"/accounts/login/?next=/results/%3Fruns%3D{ids}"))
-        page.fill("input[name=username]", "e2e")
-        page.fill("input[name=password]", stack.password)
-        page.click("button[type=submit]")
+    with chromium_page() as page:
+        log_in(stack, page, f"/results/?runs={ids}")
         page.wait_for_selector("#results-table")
         page.wait_for_load_state("load")
         names = page.eval_on_selector_all("#results-table tbody tr th", "cells => cells.map(c => c.innerText.trim())")
@@ -181,7 +198,6 @@ def test_the_base_model_and_two_checkpoints_evaluated_make_three_rows_of_the_res
         screenshot(page, "results.png")
         toggle_theme(page)
         screenshot(page, "results_dark.png")
-        browser.close()
 
 
 def test_with_capacity_one_the_second_run_waits_its_turn(stack: Stack) -> None:
@@ -292,26 +308,11 @@ def test_reports_survive_the_web_server_being_down_without_gaps_or_duplicates(st
 
 def test_launch_from_the_form_and_watch_the_charts_gain_points_live(stack: Stack) -> None:
     """The browser path end to end: the new-run form, a Ray job, and the run page fed by the websocket."""
-    import shutil
-
-    from playwright.sync_api import sync_playwright
-
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(chromium):
-        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(30_000)
+    with chromium_page() as page:
         # What the page's own websocket received: the evidence that points arrive live, not by polling.
         frames: list[str] = []
         page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
-        page.goto(stack.url("/accounts/login/?next=/runs/new/%3Fpreset%3Dquickstart"))
-        page.fill("input[name=username]", "e2e")
-        page.fill("input[name=password]", stack.password)
-        page.click("button[type=submit]")
+        log_in(stack, page, "/runs/new/?preset=quickstart")
         page.wait_for_selector("#launch")
         page.fill("#f-name", "launched from the browser")
         page.fill("[name='config.schedule.max_steps']", "6")
@@ -337,33 +338,18 @@ def test_launch_from_the_form_and_watch_the_charts_gain_points_live(stack: Stack
             Path(shots).mkdir(parents=True, exist_ok=True)
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=str(Path(shots) / "run_page_live.png"))
-        browser.close()
     assert stack.run(run_id)["status"] == "succeeded"
 
 
 def test_a_verl_run_on_a_head_without_gpus_is_refused_from_the_form_before_anything_is_submitted(stack: Stack) -> None:
     """Engine 'verl' with the torl preset on 1 x 8 GPUs, launched from the form: the local head has no GPU,
     so the form comes back with the cluster's answer, and no run, Ray job or process is left behind."""
-    import shutil
-
-    from playwright.sync_api import sync_playwright
     from ray.job_submission import JobSubmissionClient
 
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(chromium):
-        pytest.skip("Debian's chromium is not installed (make browser-deps installs it)")
     runs_before = stack.api("GET", "/api/v1/runs/").json()["count"]
     jobs_before = len(JobSubmissionClient(stack.ray_address).list_jobs())
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(30_000)
-        page.goto(stack.url("/accounts/login/?next=/runs/new/%3Fpreset%3Dtorl"))
-        page.fill("input[name=username]", "e2e")
-        page.fill("input[name=password]", stack.password)
-        page.click("button[type=submit]")
+    with chromium_page() as page:
+        log_in(stack, page, "/runs/new/?preset=torl")
         page.wait_for_selector("#launch")
         page.select_option("[name='config.engine']", "verl")
         page.fill("[name='config.cluster.gpus_per_node']", "8")
@@ -371,7 +357,6 @@ def test_a_verl_run_on_a_head_without_gpus_is_refused_from_the_form_before_anyth
             page.click("#launch")
         assert page.locator("#form-errors").is_visible()
         message = page.locator(".field[data-path='cluster.gpus_per_node'] .field-error").inner_text()
-        browser.close()
     assert f"needs 8 GPUs (1 node x 8 GPU); the cluster at {stack.ray_address} has 0" in message, message
     assert stack.api("GET", "/api/v1/runs/").json()["count"] == runs_before
     assert len(JobSubmissionClient(stack.ray_address).list_jobs()) == jobs_before
