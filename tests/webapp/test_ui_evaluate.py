@@ -141,6 +141,14 @@ def test_the_run_page_lists_its_evaluations_with_their_mean_accuracy(browser, tr
     assert "step 6" in table and "succeeded" in table and "0.438" in table
 
 
+def test_the_evaluations_link_to_their_results_table_the_base_model_first(browser, trained):
+    evaluate(browser, trained, step="6")
+    evaluate(browser, trained, step="base")
+    step_6, base = evaluations(trained).order_by("pk")
+    html = browser.get(f"/runs/{trained.pk}/").content.decode()
+    assert f'href="/results/?runs={base.pk},{step_6.pk}"' in html
+
+
 def test_an_evaluations_page_says_what_it_evaluates_and_offers_no_evaluation_of_itself(browser, trained):
     evaluate(browser, trained, step="6", sampling="sampled", samples="4", temperature="0.8")
     evaluation = evaluations(trained).get()

@@ -160,6 +160,7 @@ def evaluate_section(run: Run, user: AbstractBaseUser, form: EvaluateForm | None
     form = form or EvaluateForm.initial(run, own)
     own_values = {choice["value"] for choice in own}
     others = [choice for choice in problems if choice["value"] not in own_values]
+    rows = _evaluation_rows(run, user)
     return {
         "form": form,
         "errors": form.placed_errors(),
@@ -176,7 +177,11 @@ def evaluate_section(run: Run, user: AbstractBaseUser, form: EvaluateForm | None
         "others": others,
         # Open where the run has no datasets of its own to evaluate on, or one of the others is chosen.
         "others_open": not own or any(choice["value"] in form.datasets for choice in others),
-        "evaluations": _evaluation_rows(run, user),
+        "evaluations": rows,
+        # The paper's table of them: the base model first, then the checkpoints by step (webapp.runs.results).
+        "results_runs": ",".join(
+            str(row["run"].pk) for row in sorted(rows, key=lambda row: (row["run"].evaluated_step or 0, row["run"].pk))
+        ),
     }
 
 
