@@ -36,15 +36,23 @@ def run_evaluation_fields(run: Run) -> list[tuple[str, str]]:
     return list(zip(fields, own, strict=False))
 
 
-def _stored_ref(run: Run, field: str, value: Any, user: AbstractBaseUser) -> Any:
+def stored_ref(run: Run, field: str, value: Any, user: AbstractBaseUser) -> Any:
     """A stored dataset's reference for the snapshot's file at `field`, where the run recorded it (its sources)
-    and the same file is still there for `user`: the evaluation then records where its data came from, as its
-    parent did. Otherwise the file as it is."""
+    and the same file is still there for `user`: a built-in one by its name, an upload as `dataset:<id>`, so the
+    evaluation records where its data came from, as its parent did. Otherwise the file as it is."""
     source = run.sources.get(field) if isinstance(run.sources, dict) else None
     if not source or not value:
         return value
-    stored = Dataset.objects.visible_to(user).filter(pk=source.get("id"), checksum=source.get("checksum"))
-    return f"{DATASET_REF_PREFIX}{source['id']}" if stored.exists() else value
+    stored = Dataset.objects.visible_to(user).filter(pk=source.get("id"), checksum=source.get("checksum")).first()
+    if stored is None:
+        return value
+    return stored.name if stored.builtin else f"{DATASET_REF_PREFIX}{stored.pk}"
+
+
+def run_evaluation_refs(run: Run, user: AbstractBaseUser) -> list[tuple[str, str]]:
+    """(config field, reference) of each dataset a run evaluates on, stored ones by their reference
+    (`stored_ref`): what an evaluation of the run evaluates on unless told otherwise."""
+    return [(field, stored_ref(run, field, value, user)) for field, value in run_evaluation_fields(run)]
 
 
 def _name(run: Run, what: str) -> str:
@@ -101,7 +109,7 @@ def run_evaluate(
     `samples` samples a prompt at `temperature` (None: the run's rollout temperature). Refused by field
     (ConfigError: step, datasets, samples, temperature, and the config's own fields under config.)."""
     if datasets is None:
-        datasets = [_stored_ref(run, field, ref, user) for field, ref in run_evaluation_fields(run)]
+        datasets = [ref for _, ref in run_evaluation_refs(run, user)]
     # Each dataset once, in the order given: a dataset named twice would be evaluated (and weigh) twice.
     datasets = list(dict.fromkeys(ref.strip() if isinstance(ref, str) else ref for ref in datasets))
     errors, checkpoint = _evaluation_errors(run, step=step, datasets=datasets, samples=samples, temperature=temperature)
@@ -110,16 +118,16 @@ def run_evaluate(
     data = run.config.get("data", {})
     overrides: dict[str, Any] = {
         "data": {
-            "train_dataset": _stored_ref(run, "data.train_dataset", data.get("train_dataset"), user),
+            "train_dataset": stored_ref(run, "data.train_dataset", data.get("train_dataset"), user),
             "val_dataset": datasets[0],
             "extra_val_datasets": datasets[1:],
         },
         "schedule": {"eval_pass_k": samples, "eval_temperature": temperature},
     }
     if run.config.get("sft", {}).get("dataset"):
-        overrides["sft"] = {"dataset": _stored_ref(run, "sft.dataset", run.config["sft"]["dataset"], user)}
+        overrides["sft"] = {"dataset": stored_ref(run, "sft.dataset", run.config["sft"]["dataset"], user)}
     if run.config.get("tools", {}).get("search_corpus"):
-        corpus = _stored_ref(run, "tools.search_corpus", run.config["tools"]["search_corpus"], user)
+        corpus = stored_ref(run, "tools.search_corpus", run.config["tools"]["search_corpus"], user)
         overrides["tools"] = {"search_corpus": corpus}
     what = "base model" if checkpoint is None else f"step {checkpoint.step}"
     evaluation, _ = run_create(

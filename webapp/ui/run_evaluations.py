@@ -9,10 +9,9 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import QueryDict
 
-from trainer.config import DATASET_REF_PREFIX
 from trainer.contract import ACCURACY
 from trainer.metrics.benchmarks import mean_key
-from webapp.runs.evaluations import run_evaluation_fields
+from webapp.runs.evaluations import run_evaluation_fields, run_evaluation_refs
 from webapp.runs.models import Run
 from webapp.runs.verl_runs import is_verl_run
 from webapp.ui.external_runs import is_external
@@ -45,16 +44,13 @@ def dataset_labels(run: Run) -> list[str]:
     return [run.sources.get(path, {}).get("name", value) for path, value in run_evaluation_fields(run)]
 
 
-def _own_datasets(run: Run, choices: dict[str, str]) -> list[dict[str, str]]:
+def _own_datasets(run: Run, user: AbstractBaseUser, choices: dict[str, str]) -> list[dict[str, str]]:
     """The run's own validation datasets as the form's choices: a stored one by its reference (so the evaluation
     records where it came from), or its file where the dataset is no longer there to choose."""
-    own = []
-    for path, value in run_evaluation_fields(run):
-        source = run.sources.get(path)
-        refs = [f"{DATASET_REF_PREFIX}{source['id']}", source["name"]] if source else [value]
-        ref = next((ref for ref in refs if ref in choices), value)
-        own.append({"value": ref, "label": choices.get(ref) or (source["name"] if source else value)})
-    return own
+    return [
+        {"value": ref, "label": choices.get(ref) or run.sources.get(field, {}).get("name", ref)}
+        for field, ref in run_evaluation_refs(run, user)
+    ]
 
 
 @dataclass
@@ -156,7 +152,7 @@ def evaluate_section(run: Run, user: AbstractBaseUser, form: EvaluateForm | None
         return None
     problems = dataset_choices(user)[0]
     choices = {choice["value"]: choice["label"] for choice in problems}
-    own = _own_datasets(run, choices)
+    own = _own_datasets(run, user, choices)
     form = form or EvaluateForm.initial(run, own)
     own_values = {choice["value"] for choice in own}
     others = [choice for choice in problems if choice["value"] not in own_values]
