@@ -27,7 +27,7 @@ from trainer.loop.train import Reporter
 from trainer.models import load_policy
 from trainer.protocols import get_protocol
 from trainer.protocols.prompts import build_prompt
-from trainer.report.trajectories import trajectory_report
+from trainer.report.trajectories import groups_report
 from trainer.rewards import RewardState
 from trainer.rollout.multi_turn import RolloutResult, RolloutSettings, rollout
 from trainer.rollout.off_policy import torch_threads
@@ -103,20 +103,13 @@ def run_evaluation(
     with torch_threads(threads) if threads else contextlib.nullcontext():
         evaluation = evaluate_step(config, val, step, roll=roll, score=score)
     reporter.log_metrics(step, evaluation.metrics)
-    protocol = get_protocol(config.tools.protocol)
     reporter.log_trajectories(
-        trajectory_report(
-            group.example,
-            position,
-            trajectory,
-            reward,
-            sample,
-            step,
-            protocol,
-            build_prompt(group.example, config.tools.protocol, template),
+        groups_report(
+            evaluation.groups,
+            step=step,
+            protocol=get_protocol(config.tools.protocol),
+            prompt=lambda example: build_prompt(example, config.tools.protocol, template),
         )
-        for position, group in enumerate(evaluation.groups)
-        for sample, (trajectory, reward) in enumerate(zip(group.trajectories, group.rewards, strict=True))
     )
     reporter.set_phase(EVAL, 1, 1)
     return evaluation

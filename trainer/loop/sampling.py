@@ -40,7 +40,8 @@ def rollout_inputs(
 ) -> tuple[list[list[int]], list[list[dict] | None], list[Any]]:
     """The rollout's prompts, offered tools and environment tasks, each example's `group_size` times in a row;
     `ids(example)` gives an example's prompt ids."""
-    prompts = [ids(example) for _, example in examples for _ in range(group_size)]
+    # Each example's ids once, shared by its samples (tokenising a long prompt k times costs k times).
+    prompts = [prompt for _, example in examples for prompt in [ids(example)] * group_size]
     # The tools each prompt offers, which the function_calling environment runs calls against.
     tools = [example.tools for _, example in examples for _ in range(group_size)]
     # What the environment needs of each example beyond its tools: the swe environment's instance.

@@ -35,7 +35,7 @@ from trainer.loop.update import GRPOUpdate
 from trainer.models import load_policy
 from trainer.protocols import get_protocol
 from trainer.protocols.prompts import Prompt, build_prompt
-from trainer.report.trajectories import trajectory_report
+from trainer.report.trajectories import groups_report
 from trainer.rewards import TRAIN_SPLIT, RewardState
 from trainer.rollout.multi_turn import RolloutResult, RolloutSettings, rollout
 from trainer.rollout.off_policy import Behaviour, RolloutPipeline, cpu_split, torch_threads
@@ -379,20 +379,7 @@ def run_training(
             reporter.set_phase(RL, trainer.step, last, eta_s=per_step_s * (last - trainer.step))
             reported = result.groups[: config.rollout.trajectories_to_report]
             reporter.log_trajectories(
-                [
-                    trajectory_report(
-                        group.example,
-                        position,
-                        t,
-                        r,
-                        sample,
-                        result.step,
-                        trainer.protocol,
-                        trainer.prompt(group.example),
-                    )
-                    for position, group in enumerate(reported)
-                    for sample, (t, r) in enumerate(zip(group.trajectories, group.rewards, strict=True))
-                ],
+                groups_report(reported, step=result.step, protocol=trainer.protocol, prompt=trainer.prompt)
             )
             if schedule.checkpoint_every and trainer.step % schedule.checkpoint_every == 0:
                 saved = trainer.checkpoint()

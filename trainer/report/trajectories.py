@@ -3,6 +3,9 @@ output's status and duration, its prompt, answer, reward and counts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from trainer.contract import MAX_DATA_SOURCE, ChatMessage, TrajectoryIn, TurnIn
 from trainer.metrics.step import tool_call_count
 from trainer.protocols.base import Protocol
@@ -82,6 +85,19 @@ def trajectory_report(
         data_source=example.data_source[:MAX_DATA_SOURCE] or None,
         outcome=completion.outcome,
     )
+
+
+def groups_report(
+    groups: Sequence[Any], *, step: int, protocol: Protocol, prompt: Callable[[Example], Prompt]
+) -> list[TrajectoryIn]:
+    """Every trajectory of whole scored groups (trainer.loop.collect.Group: an example, its trajectories and their
+    rewards), each at its group's place in `groups` and its own in the group; `prompt(example)` is what the model
+    was conditioned on."""
+    return [
+        trajectory_report(group.example, position, trajectory, reward, sample, step, protocol, prompt(group.example))
+        for position, group in enumerate(groups)
+        for sample, (trajectory, reward) in enumerate(zip(group.trajectories, group.rewards, strict=True))
+    ]
 
 
 def _scored_answer(reward: RewardResult) -> str | None:
