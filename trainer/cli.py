@@ -43,7 +43,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -466,13 +466,11 @@ class _StoppedBeforeTraining(BaseException):
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import signal
     import threading
-    import time
     import traceback
 
     from transformers.utils import logging as transformers_logging
 
     from trainer.loop.train import run_training
-    from trainer.report.client import Reporter
 
     # The console shows one progress line per step; transformers' per-load bars would bury it.
     transformers_logging.disable_progress_bar()
@@ -480,16 +478,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if (args.report_url is None) != (args.run_token is None):
         parser.error("--report-url and --run-token go together")
     config = _load_run_config(parser, args)
-    out = args.out or Path("var/runs") / time.strftime("%Y%m%d-%H%M%S")
     last_step = args.max_steps if args.max_steps is not None else config.schedule.max_steps
-    reporter = Reporter(
-        out, report_url=args.report_url, run_token=args.run_token, heartbeat_s=config.schedule.heartbeat_s
-    )
-    (out / "config.json").write_text(json.dumps(config.model_dump(mode="json"), indent=2))
-
-    def log(message: str) -> None:
-        print(message, flush=True)
-        reporter.log(message)
+    out, reporter, log = _reporting(args, config)
 
     first_step: int | None = None
 
@@ -555,6 +545,26 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
+def _reporting(args: argparse.Namespace, config: Any) -> tuple[Path, Any, Callable[[str], None]]:
+    """`run`'s and `evaluate`'s output: the folder (--out, else var/runs/<time>) with the config written into it,
+    the reporter to it (and to the dashboard, given --report-url), and a log that prints and reports each line."""
+    import time
+
+    from trainer.report.client import Reporter
+
+    out = args.out or Path("var/runs") / time.strftime("%Y%m%d-%H%M%S")
+    reporter = Reporter(
+        out, report_url=args.report_url, run_token=args.run_token, heartbeat_s=config.schedule.heartbeat_s
+    )
+    (out / "config.json").write_text(json.dumps(config.model_dump(mode="json"), indent=2))
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+        reporter.log(message)
+
+    return out, reporter, log
+
+
 def _evaluation_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
     """The evaluation's run config: --config or --preset, else the checkpoint's own config.json."""
     if args.config is not None or args.preset is not None:
@@ -582,13 +592,11 @@ def _evaluation_step(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import signal
-    import time
     import traceback
 
     from transformers.utils import logging as transformers_logging
 
     from trainer.loop.evaluate import run_evaluation
-    from trainer.report.client import Reporter
 
     transformers_logging.disable_progress_bar()
     if (args.report_url is None) != (args.run_token is None):
@@ -597,15 +605,7 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(f"--checkpoint {args.checkpoint} is not a folder")
     config = _evaluation_config(parser, args)
     step = _evaluation_step(parser, args)
-    out = args.out or Path("var/runs") / time.strftime("%Y%m%d-%H%M%S")
-    reporter = Reporter(
-        out, report_url=args.report_url, run_token=args.run_token, heartbeat_s=config.schedule.heartbeat_s
-    )
-    (out / "config.json").write_text(json.dumps(config.model_dump(mode="json"), indent=2))
-
-    def log(message: str) -> None:
-        print(message, flush=True)
-        reporter.log(message)
+    out, reporter, log = _reporting(args, config)
 
     def on_sigterm(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
